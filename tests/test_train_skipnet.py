@@ -82,9 +82,9 @@ def test_joint_model_accuracy_full_and_skip_onnxruntime(test_digits) -> None:
     full = np.mean(_ort_logits(model, x).argmax(1) == y)
     skip = np.mean(_ort_logits(drop_blocks(model, ["block2"]), x).argmax(1) == y)
     # measured when the model was trained (edgenn/models/README.md); slack: other ORT builds
-    assert full == pytest.approx(0.9895, abs=0.001)
-    assert skip == pytest.approx(0.9855, abs=0.001)
-    assert full - skip <= 0.005, (full, skip)
+    assert full == pytest.approx(0.9905, abs=0.001)
+    assert skip == pytest.approx(0.9880, abs=0.001)
+    assert full - skip <= 0.003, (full, skip)  # the target: within 0.3 pt
 
 
 def test_plain_model_loses_accuracy_when_block2_is_skipped(test_digits) -> None:
@@ -92,7 +92,7 @@ def test_plain_model_loses_accuracy_when_block2_is_skipped(test_digits) -> None:
     model = _proto("skipnet_plain")
     full = np.mean(_ort_logits(model, x).argmax(1) == y)
     skip = np.mean(_ort_logits(drop_blocks(model, ["block2"]), x).argmax(1) == y)
-    assert full == pytest.approx(0.9900, abs=0.001)
+    assert full == pytest.approx(0.9890, abs=0.001)
     assert full - skip >= 0.01, (full, skip)  # never trained without block2
 
 
@@ -114,8 +114,9 @@ def test_joint_model_int8_full_and_skip() -> None:
                                                           "FullyConnected"]
         exe = compile_ref(skipped)
         acc[config] = float(np.mean(predict(lambda b, e=exe: e.run(b)[0], xq) == y))
-    assert acc[frozenset()] == pytest.approx(0.9895, abs=0.0005)
-    assert acc[SKIP_B2] == pytest.approx(0.9850, abs=0.0005)
+    assert acc[frozenset()] == pytest.approx(0.9900, abs=0.0005)
+    assert acc[SKIP_B2] == pytest.approx(0.9875, abs=0.0005)
+    assert acc[frozenset()] - acc[SKIP_B2] <= 0.003
 
 
 def test_edgenn_skip_path_matches_onnxruntime_without_the_block(test_digits) -> None:

@@ -97,7 +97,7 @@ def _ints(text: str) -> tuple[int, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="train the shipped SkipNet models")
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", type=Path, default=MODELS)
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")

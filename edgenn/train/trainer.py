@@ -32,7 +32,7 @@ else:
 class TrainOptions:
     """Hyper-parameters. ``configs=None`` means :func:`full_and_skip_last` of the model."""
 
-    epochs: int = 20
+    epochs: int = 40
     batch_size: int = 64
     lr: float = 2e-3
     seed: int = 0
