@@ -19,11 +19,12 @@ from edgenn.cli import (
     quantize_cmd,
     run_cmd,
     skip_demo_cmd,
+    svm_demo_cmd,
 )
 from edgenn.errors import EdgennError
 
 COMMANDS = (inspect_cmd, quantize_cmd, compile_cmd, run_cmd, eval_cmd, bench_cmd, demo_cmd,
-            skip_demo_cmd)
+            skip_demo_cmd, svm_demo_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

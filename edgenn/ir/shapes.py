@@ -28,10 +28,13 @@ LRN                x[N,H,W,C] (float)                     radius, bias, alpha, b
 Sigmoid, Tanh      x (float)                              -
 FusedConvChain     x, then each member's w, b (in order)  members (Conv2D Nodes), intermediates
                                                           (their Tensors), variant, scratch_bytes
+SVM                x[N,d] (float32 or int8),              classes, buffer_capacity, C, tol,
+                   w[P,d], b[P] float32, P = k(k-1)/2     max_iter, carry, carry_limit
 =================  =====================================  ==========================================
 
 A quantized tensor's dtype is INT8 and it carries ``QuantParams``; Quantize's output dtype
-is INT8, Dequantize's FLOAT32; every other op keeps its first input's dtype.
+is INT8, Dequantize's FLOAT32; SVM's is FLOAT32 ``[N, k]`` (one score per class, see
+``backends/ref/kernels/svm.py``); every other op keeps its first input's dtype.
 """
 
 from __future__ import annotations
@@ -275,3 +278,23 @@ def _fused_conv_chain(node: Node, inputs: list[Tensor | None]) -> Inferred:
                                   f"{member.name!r} gives {dtype.value}{list(shape)}")
             x = inter[k]
     return result
+
+
+@register_shape("SVM")
+def _svm(node: Node, inputs: list[Tensor | None]) -> Inferred:
+    x, w, b = _need(node, inputs, 0), _need(node, inputs, 1), _need(node, inputs, 2)
+    _rank(node, x, 2)
+    k = len(node.attr("classes", ()))
+    if k < 2:
+        raise _fail(node, f"needs at least 2 classes, got {k}")
+    pairs = k * (k - 1) // 2
+    if w.shape != (pairs, x.shape[1]) or b.shape != (pairs,):
+        raise _fail(node, f"{k} classes and {x.shape[1]} features need weights "
+                          f"[{pairs}, {x.shape[1]}] and bias [{pairs}], got "
+                          f"{list(w.shape)} and {list(b.shape)}")
+    if w.dtype is not DType.FLOAT32 or b.dtype is not DType.FLOAT32:
+        raise _fail(node, "weights and bias must be float32")
+    capacity = node.attr("buffer_capacity")
+    if isinstance(capacity, bool) or not isinstance(capacity, int | np.integer) or capacity < 2:
+        raise _fail(node, f"buffer_capacity must be an integer >= 2, got {capacity!r}")
+    return [((x.shape[0], k), DType.FLOAT32)]

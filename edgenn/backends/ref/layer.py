@@ -9,7 +9,7 @@ arithmetic; ``train`` exists only for layers that learn on the device.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ class Layer:
     """
 
     op: ClassVar[str]
+    trainable: ClassVar[bool] = False  # True for layers whose ``train`` learns on the device
     scratch_bytes: int = 0
 
     def __init__(self, node: Node, graph: Graph) -> None:
@@ -40,7 +41,8 @@ class Layer:
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def train(self, *xs: np.ndarray) -> None:
+    def train(self, *xs: np.ndarray, labels: np.ndarray) -> Any:
+        """Learn from the non-constant inputs ``xs`` and their ``labels`` (trainable layers)."""
         raise UnsupportedOperatorError(f"{self.node}: this layer does not learn on the device")
 
     # helpers for subclasses ----------------------------------------------------------------

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 import edgenn.backends.ref.kernels  # noqa: F401  (registers every layer)
 from edgenn.backends.ref.layer import Layer, layer_class
-from edgenn.errors import ShapeError
+from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import Graph
 from edgenn.memory import MemoryPlan, plan_graph
 
@@ -40,6 +41,36 @@ class RefExecutable:
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in g.outputs]
+
+    def train(self, *inputs: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+        """Train every trainable layer (the SVM head) on a batch with one label per sample.
+
+        Runs the graph up to each trainable layer's input and calls its ``train``; returns
+        ``{node name: what its train returned}`` (for an SVM layer, the reports of the training
+        steps this batch triggered). The layers keep the learned weights: later ``run`` calls
+        use them.
+        """
+        g = self.graph
+        last = max((k for k, layer in enumerate(self.layers) if layer.trainable), default=-1)
+        if last < 0:
+            raise UnsupportedOperatorError(f"model {g.name!r} has no layer that trains")
+        if len(inputs) != len(g.inputs):
+            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
+        labels = np.asarray(labels)
+        values: dict[str, np.ndarray] = {}
+        for name, arr in zip(g.inputs, inputs, strict=True):
+            values[name] = self._to_internal(name, np.asarray(arr))
+            if len(labels) != len(arr):
+                raise ShapeError(f"{len(arr)} samples of {name!r} but {len(labels)} labels")
+        results: dict[str, Any] = {}
+        for k, layer in enumerate(self.layers[: last + 1]):
+            args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
+            if layer.trainable:
+                results[layer.node.name] = layer.train(*args, labels=labels)
+            if k < last:  # why: a later trainable layer may need this layer's output
+                for t, arr in zip(layer.outputs, layer.run(*args), strict=True):
+                    values[t.name] = arr
+        return results
 
     def memory_plan(self, planner: str = "greedy") -> MemoryPlan:
         """The static arena plan of this graph at batch 1 (what a device would allocate)."""

@@ -54,6 +54,7 @@ class CallResult:
     value: int
     cycles: int | None  # None unless the core has the cycle model
     instructions: int
+    stack_bytes: int = 0  # stack high-water mark of the call (painted-region scan)
 
 
 class Machine:
@@ -108,8 +109,7 @@ class Machine:
                 raise ShapeError(f"input {spec.get('name', '?')!r} of {self.elf.path.name} needs "
                                  f"{spec['bytes']} bytes, got {len(data)}")
             uc.mem_write(self._arena + int(spec["offset"]), bytes(data))
-        stack_size = self._estack - self._sstack
-        uc.mem_write(self._sstack, STACK_PAINT.to_bytes(4, "little") * (stack_size // 4))
+        self._paint_stack()
         self.board.set_reg("xpsr", 0x0100_0000)  # Thumb, no IT state left by an earlier fault
         self.board.set_reg("sp", self._estack)
         self.board.set_reg("lr", TRAP | 1)
@@ -141,12 +141,25 @@ class Machine:
                 from None
         for k, value in enumerate(args):
             self.board.set_reg(f"r{k}", int(value) & 0xFFFF_FFFF)
+        self._paint_stack()
         self.board.set_reg("xpsr", 0x0100_0000)
         self.board.set_reg("sp", self._estack)
         self.board.set_reg("lr", TRAP | 1)
         stats = self._run(entry & ~1, TRAP, symbol, self.max_instructions)
         return CallResult(self.board.reg("r0"), stats.cycles if self.core.cycle_model else None,
-                          stats.instructions)
+                          stats.instructions, self._stack_high_water(symbol))
+
+    def address(self, symbol: str) -> int:
+        """Address of a firmware symbol (a one-line EdgennError if the ELF has none)."""
+        return self.elf.symbol(symbol)
+
+    def read(self, symbol: str, nbytes: int, offset: int = 0) -> bytes:
+        """``nbytes`` of memory at ``symbol + offset`` (e.g. a static array's contents)."""
+        return bytes(self.board.uc.mem_read(self.address(symbol) + offset, nbytes))
+
+    def write(self, symbol: str, data: bytes, offset: int = 0) -> None:
+        """Write ``data`` at ``symbol + offset`` (e.g. fill a static input array)."""
+        self.board.uc.mem_write(self.address(symbol) + offset, bytes(data))
 
     def elf_sizes(self) -> dict[str, int]:
         """flash_bytes (.text+.rodata+.data image), ram_bytes (.data+.bss+stack), sections."""
@@ -231,7 +244,12 @@ class Machine:
                 insns[index] += n1 - n0
         return cycles, insns
 
-    def _stack_high_water(self) -> int:
+    def _paint_stack(self) -> None:
+        stack_size = self._estack - self._sstack
+        self.board.uc.mem_write(self._sstack,
+                                STACK_PAINT.to_bytes(4, "little") * (stack_size // 4))
+
+    def _stack_high_water(self, what: str = "edgenn_invoke") -> int:
         raw = self.board.uc.mem_read(self._sstack, self._estack - self._sstack)
         words = np.frombuffer(bytes(raw), dtype="<u4")
         touched = np.flatnonzero(words != STACK_PAINT)
@@ -239,6 +257,6 @@ class Machine:
             return 0
         if touched[0] == 0:
             raise EmulatorFault(
-                f"stack overflow: edgenn_invoke used all {self._estack - self._sstack} bytes "
+                f"stack overflow: {what} used all {self._estack - self._sstack} bytes "
                 f"between _sstack 0x{self._sstack:08x} and _estack 0x{self._estack:08x}")
         return int(self._estack - (self._sstack + 4 * int(touched[0])))

@@ -13,4 +13,5 @@ from edgenn.backends.ref.kernels import (  # noqa: F401
     reduce,
     shape_ops,
     softmax,
+    svm,
 )
