@@ -20,9 +20,11 @@ $(VENV)/.stamp-test: pyproject.toml $(VENV)/.stamp-base
 	$(PIP) install -e '.[test]'
 	touch $@
 
-# Debian packages: the Arm bare-metal toolchain with newlib (Cortex-M backend) and
-# Fashion-MNIST's IDX files (IDX loader tests). Root on the target machines.
-DEBS := gcc-arm-none-eabi libnewlib-arm-none-eabi dataset-fashion-mnist
+# Debian packages: the Arm bare-metal toolchain with newlib (Cortex-M backend),
+# Fashion-MNIST's IDX files (IDX loader tests), the host C compiler (host kernels, SVM trainer)
+# and PostgreSQL (the shared tuning database; tests start a throwaway server). Root on the
+# target machines.
+DEBS := gcc-arm-none-eabi libnewlib-arm-none-eabi dataset-fashion-mnist gcc postgresql
 debs:
 	@dpkg -s $(DEBS) >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS); }

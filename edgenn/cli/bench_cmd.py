@@ -11,7 +11,12 @@ import numpy as np
 
 from edgenn.api import compile_model, load_model
 from edgenn.backends.cortexm.targets import CORES
-from edgenn.cli.compile_cmd import add_device_options, device_options
+from edgenn.cli.compile_cmd import (
+    add_device_options,
+    add_host_options,
+    add_vta_options,
+    device_options,
+)
 from edgenn.cli.console import console, table
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph
@@ -26,13 +31,20 @@ CYCLE_MODEL_NOTE = (
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="emulate one inference: cycles per layer, memory")
     p.add_argument("model")
-    p.add_argument("--target", required=True, choices=tuple(CORES))
-    p.add_argument("--clock-mhz", type=float, default=64.0, help="clock for the ms column")
+    p.add_argument("--target", required=True, choices=(*CORES, "vta", "host"))
+    p.add_argument("--clock-mhz", type=float, default=64.0,
+                   help="clock for the ms column (a Cortex-M; vta uses its preset's clock)")
     p.add_argument("--json", default=None, help="write the result as JSON here")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="also write the accuracy-vs-cycles Pareto plot over every skip "
                         "configuration (models with skippable blocks; MNIST accuracy)")
     add_device_options(p)
+    add_vta_options(p)
+    add_host_options(p)
+    p.add_argument("--repeats", type=int, default=20,
+                   help="with --target host: timed runs (the median is reported)")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="with --target host: untimed runs first")
     p.set_defaults(func=run)
 
 
@@ -134,6 +146,14 @@ def print_report(report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     graph = load_model(args.model)
+    if args.target == "vta":
+        from edgenn.cli import vta_bench
+
+        return vta_bench.run(args, graph)
+    if args.target == "host":
+        from edgenn.cli import host_bench
+
+        return host_bench.run(args, graph)
     report = bench_report(graph, args.target, args.clock_mhz, **device_options(args))
     print_report(report)
     if args.plot:

@@ -49,6 +49,53 @@ def add_fusion_options(p: argparse.ArgumentParser) -> None:
                    help="with --fuse auto and no budget: the smallest arena within N cycles")
 
 
+def add_vta_options(p: argparse.ArgumentParser) -> None:
+    """The accelerator's board and GEMM schedule, for ``--target vta`` (docs/vta_network.md)."""
+    from edgenn.backends.vta.config import PRESETS
+
+    p.add_argument("--vta-preset", default=None, choices=tuple(PRESETS),
+                   help="with --target vta: the board (default: zcu102, 333 MHz, 128-bit AXI)")
+    p.add_argument("--vta-schedule", default=None, metavar="SCHEDULE",
+                   help="with --target vta: GEMM schedule tiled2, optimized or ours (default)")
+    p.add_argument("--vta-bus-bits", type=int, default=None, metavar="BITS",
+                   help="with --target vta: AXI bus width instead of the preset's (64 or 128)")
+
+
+def vta_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"preset": getattr(args, "vta_preset", None),
+            "schedule": getattr(args, "vta_schedule", None),
+            "bus_bits": getattr(args, "vta_bus_bits", None)}
+
+
+def add_host_options(p: argparse.ArgumentParser) -> None:
+    """Threads, schedules and emulated big.LITTLE for ``--target host`` (docs/host.md)."""
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="with --target host: at most T threads per layer (the default "
+                        "schedule uses exactly T; default: the smallest cluster's core count)")
+    p.add_argument("--schedule", default="tuned", metavar="MODE",
+                   help="with --target host: tuned (best tuning records, default where none; "
+                        "the default), default (rule-based: ACL's method rules, threads = "
+                        "smallest cluster, equal split, unpinned) or an explicit schedule "
+                        "CLUSTER:THREADS:SHARE+..., e.g. 0:1:0.7+1:1:0.3")
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="with --target host: tuning database (SQLite or PostgreSQL URL; "
+                        "default: the tuner's, ~/.cache/edgenn/)")
+    p.add_argument("--emulate-hetero", default=None, metavar="SPEC",
+                   help="with --target host: emulate big.LITTLE on this machine, e.g. 1+1:0.43 "
+                        "(1 big + 1 LITTLE CPU at 0.43 of its speed); figures are labelled "
+                        "emulated")
+
+
+def host_options(args: argparse.Namespace) -> dict[str, Any]:
+    from edgenn.backends.host.schedule import parse_schedule
+
+    mode = getattr(args, "schedule", "tuned") or "tuned"
+    return {"threads": getattr(args, "threads", None),
+            "schedule": mode if mode in ("tuned", "default") else parse_schedule(mode),
+            "db": getattr(args, "db", None),
+            "emulate_hetero": getattr(args, "emulate_hetero", None)}
+
+
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"ram_kb": getattr(args, "ram_kb", None), "opt": getattr(args, "opt", "-O2"),
             **fusion_settings(args)}
@@ -70,8 +117,15 @@ def _fusion(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def target_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Compile options for ``args.target``: none for ``ref``, device options for a core."""
-    return fusion_settings(args) if args.target == "ref" else device_options(args)
+    """Compile options for ``args.target``: fusion and skip for ``ref``, the accelerator's for
+    ``vta``, threads and schedule for ``host``, device options for a core."""
+    if args.target == "ref":
+        return fusion_settings(args)
+    if args.target == "vta":
+        return {**fusion_settings(args), **vta_options(args)}
+    if args.target == "host":
+        return {**fusion_settings(args), **host_options(args)}
+    return device_options(args)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,12 @@ from typing import Any
 import numpy as np
 
 from edgenn.api import TARGETS, compile_model, load_model
-from edgenn.cli.compile_cmd import add_device_options, target_options
+from edgenn.cli.compile_cmd import (
+    add_device_options,
+    add_host_options,
+    add_vta_options,
+    target_options,
+)
 from edgenn.cli.console import console, progress
 from edgenn.evaluate import images_to_input, predict
 
@@ -21,6 +26,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--split", choices=("train", "test"), default="test")
     p.add_argument("--target", default="ref", choices=TARGETS)
     add_device_options(p)
+    add_vta_options(p)
+    add_host_options(p)
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
     p.add_argument("--json", default=None, help="also write the result as JSON here")
     p.set_defaults(func=run)

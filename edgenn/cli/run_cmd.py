@@ -9,7 +9,12 @@ import numpy as np
 
 from edgenn.api import TARGETS, compile_model, load_model
 from edgenn.cli.common import load_npy, save_npy
-from edgenn.cli.compile_cmd import add_device_options, target_options
+from edgenn.cli.compile_cmd import (
+    add_device_options,
+    add_host_options,
+    add_vta_options,
+    target_options,
+)
 from edgenn.cli.console import progress
 from edgenn.evaluate import batches
 
@@ -21,6 +26,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--output", required=True, help="where to write [N, *output shape] (.npy)")
     p.add_argument("--target", default="ref", choices=TARGETS)
     add_device_options(p)
+    add_vta_options(p)
+    add_host_options(p)
     p.add_argument("--batch", type=int, default=256, help="samples per runtime call")
     p.set_defaults(func=run)
 
