@@ -96,7 +96,7 @@ def ort_times(model: Any, repeats: int) -> tuple[float, float]:
     per_node: dict[str, list[float]] = defaultdict(list)
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and \
-                e["args"].get("op_name") in ("Conv", "Gemm", "FusedConv", "MatMul"):
+                e["args"].get("op_name") in ("Conv", "Gemm", "FusedConv", "FusedGemm", "MatMul"):
             per_node[e["name"]].append(e["dur"])
     layers = sum(float(np.median(v)) for v in per_node.values()) / 1e3
     return float(np.median(times)) * 1e3, layers
@@ -155,17 +155,22 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, Any] = {"isa": host_isa().name, "threads": 1, "models": {}}
     for name in args.models.split(","):
-        res = bench_model(name, args.repeats, args.cache_dir)
-        results["models"][name] = res
-        t = res["totals"]
-        print(f"\n{name}: onnxruntime whole model {res['ort_model_ms']:.2f} ms, "
-              f"its Conv/Gemm layers {res['ort_layers_ms']:.2f} ms")
-        for key in ("default", "best", *ALGORITHMS):
-            if key in t:
-                print(f"  {key:14s} {t[key]:9.2f} ms  {t[key] / res['ort_layers_ms']:5.2f}x "
-                      "ORT layers")
+        results["models"][name] = bench_model(name, args.repeats, args.cache_dir)
+        report(name, results["models"][name])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+def report(name: str, res: dict[str, Any]) -> None:
+    """The per-model totals table (also for re-printing a saved JSON)."""
+    t = res["totals"]
+    print(f"\n{name}: onnxruntime whole model {res['ort_model_ms']:.2f} ms, "
+          f"its Conv/Gemm layers {res['ort_layers_ms']:.2f} ms")
+    print(f"  {'kernels':14s} {'layers ms':>9s}  {'/ORT model':>10s}  {'/ORT layers':>11s}")
+    for key in ("default", "best", *ALGORITHMS):
+        if key in t:
+            print(f"  {key:14s} {t[key]:9.2f}  {t[key] / res['ort_model_ms']:9.2f}x  "
+                  f"{t[key] / res['ort_layers_ms']:10.2f}x")
 
 
 if __name__ == "__main__":

@@ -35,47 +35,58 @@ DW_BLOCKS: dict[str, tuple[int, int]] = {"dw4x16": (4, 16), "dw2x32": (2, 32), "
 
 def _block_fn(out: CWriter, s: ConvShape, cp: int, pixels: int, vectors: int, lanes: int,
               edge: bool) -> str:
-    """One register-block function (interior or through a pointer table); its name."""
+    """One register-block function (interior or through a pointer table); its name.
+
+    It runs channel blocks from ``c`` while a whole block fits below ``c_hi`` and returns
+    where it stopped (why the loop inside: one call per pixel block, not per channel block).
+    """
     name = f"dw_{pixels}x{vectors}x{lanes}_{'edge' if edge else 'in'}"
-    typ = vec(lanes)
-    cols = (pixels - 1) * s.sw + s.kw  # input columns the block's window covers
     src = "const float *const *EV_RESTRICT tab" if edge else "const float *EV_RESTRICT base"
-    with out.block(f"static void {name}({src}, int c, const float *EV_RESTRICT w, "
+    out("__attribute__((noinline))  /* as the GEMM tiles: keep the driver's registers out */")
+    with out.block(f"static int {name}({src}, int c, int c_hi, const float *EV_RESTRICT w, "
                    "const float *EV_RESTRICT bias, float *EV_RESTRICT o)"):
-        for p in range(pixels):
-            out(" ".join(f"{typ} a{p}_{v} = LD{lanes}(bias + c + {v * lanes});"
-                         for v in range(vectors)))
-        for ky in range(s.kh):
-            for kx in range(s.kw):
-                tap = ky * s.kw + kx
-                with out.block(""):
-                    out(" ".join(f"const {typ} w{v} = LD{lanes}(w + {tap * cp} + c + "
-                                 f"{v * lanes});" for v in range(vectors)))
-                    for p in range(pixels):
-                        col = p * s.sw + kx
-                        if edge:
-                            where = f"tab[{ky * cols + col}] + c"
-                        else:
-                            where = f"base + {(ky * s.w + col) * s.cin} + c"
-                        out(" ".join(f"FMA(a{p}_{v}, LD{lanes}({where} + {v * lanes}), w{v});"
-                                     for v in range(vectors)))
-        for p in range(pixels):
-            for v in range(vectors):
-                acc = f"a{p}_{v}"
-                if not math.isinf(s.lo):
-                    out(f"{acc} = MAX{lanes}({acc}, BC{lanes}({c_float(s.lo)}));")
-                if not math.isinf(s.hi):
-                    out(f"{acc} = MIN{lanes}({acc}, BC{lanes}({c_float(s.hi)}));")
-                out(f"ST{lanes}(o + {p * s.cout} + c + {v * lanes}, {acc});")
+        with out.block(f"for (; c + {vectors * lanes} <= c_hi; c += {vectors * lanes})"):
+            _block_body(out, s, cp, pixels, vectors, lanes, edge)
+        out("return c;")
     return name
 
 
-def _channel_loops(out: CWriter, fns: list[tuple[int, str]], args: str) -> None:
+def _block_body(out: CWriter, s: ConvShape, cp: int, pixels: int, vectors: int, lanes: int,
+                edge: bool) -> None:
+    typ = vec(lanes)
+    cols = (pixels - 1) * s.sw + s.kw  # input columns the block's window covers
+    for p in range(pixels):
+        out(" ".join(f"{typ} a{p}_{v} = LD{lanes}(bias + c + {v * lanes});"
+                     for v in range(vectors)))
+    for ky in range(s.kh):
+        for kx in range(s.kw):
+            tap = ky * s.kw + kx
+            with out.block(""):
+                out(" ".join(f"const {typ} w{v} = LD{lanes}(w + {tap * cp} + c + "
+                             f"{v * lanes});" for v in range(vectors)))
+                for p in range(pixels):
+                    col = p * s.sw + kx
+                    if edge:
+                        where = f"tab[{ky * cols + col}] + c"
+                    else:
+                        where = f"base + {(ky * s.w + col) * s.cin} + c"
+                    out(" ".join(f"FMA(a{p}_{v}, LD{lanes}({where} + {v * lanes}), w{v});"
+                                 for v in range(vectors)))
+    for p in range(pixels):
+        for v in range(vectors):
+            acc = f"a{p}_{v}"
+            if not math.isinf(s.lo):
+                out(f"{acc} = MAX{lanes}({acc}, BC{lanes}({c_float(s.lo)}));")
+            if not math.isinf(s.hi):
+                out(f"{acc} = MIN{lanes}({acc}, BC{lanes}({c_float(s.hi)}));")
+            out(f"ST{lanes}(o + {p * s.cout} + c + {v * lanes}, {acc});")
+
+
+def _channel_loops(out: CWriter, fns: list[tuple[int, str]], src: str) -> None:
     """Channel blocks from widest to narrowest over ``[c_lo, c_hi)``."""
     out("int c = c_lo;")
-    for step, fn in fns:
-        with out.block(f"for (; c + {step} <= c_hi; c += {step})"):
-            out(f"{fn}({args});")
+    for _, fn in fns:
+        out(f"c = {fn}({src}, c, c_hi, w, bias, o);")
 
 
 def emit_depthwise(name: str, s: ConvShape, kernel: str, isa: Isa, split: str
@@ -119,7 +130,7 @@ def _pixel_block(out: CWriter, s: ConvShape, p: int,
     cols = (p - 1) * s.sw + s.kw
     with out.block(f"if (rows_in && ix0 >= 0 && ix0 + {cols} <= {s.w})"):
         out(f"const float *EV_RESTRICT base = in + (iy0 * {s.w} + ix0) * {s.cin};")
-        _channel_loops(out, fns[(p, False)], "base, c, w, bias, o")
+        _channel_loops(out, fns[(p, False)], "base")
     with out.block("else"):
         out(f"const float *tab[{s.kh * cols}];")
         with out.block(f"for (int ky = 0; ky < {s.kh}; ++ky)",
@@ -127,5 +138,5 @@ def _pixel_block(out: CWriter, s: ConvShape, p: int,
             out("const int iy = iy0 + ky, ix = ix0 + j;",
                 f"tab[ky * {cols} + j] = ((unsigned)iy < {s.h}u && (unsigned)ix < {s.w}u) "
                 f"? in + (iy * {s.w} + ix) * {s.cin} : zrow;")
-        _channel_loops(out, fns[(p, True)], "tab, c, w, bias, o")
+        _channel_loops(out, fns[(p, True)], "tab")
     out("continue;")
