@@ -349,7 +349,8 @@ def plot_panels(results: dict[str, Any], target_label: str, path: Path, budget: 
             if len(runs) > 1:
                 ax.fill_between(x, grid.min(axis=0), grid.max(axis=0), alpha=0.15,
                                 color=COLORS.get(name), linewidth=0)
-        base = results[model]["estimate_ms"]["baseline"]
+        # the curves' own first trial: every strategy measures the rule-based default first
+        base = curves["grid"][0][0]
         ax.axhline(base, color="grey", linestyle="--", linewidth=1, label="baseline (ACL-like)")
         ax.set_title(f"{model}", fontsize=10)
         ax.set_xlabel("trials per layer")
@@ -377,6 +378,9 @@ def run_target(spec: str, models: list[str], args: argparse.Namespace, work: Pat
     console.print(f"[bold]{label}[/bold]: fingerprint {target.fingerprint}")
     out: dict[str, Any] = {"target": label, "emulated": bool(target.topology.emulated),
                            "fingerprint": target.fingerprint, "models": {}}
+    earlier = _STATE.get("targets", {}).get(spec)
+    if earlier is not None and earlier.get("fingerprint") == target.fingerprint:
+        out["models"].update(earlier["models"])  # --merge: keep the models not rerun
     for name in models:
         graph = build_model(name, args.size, work)
         t0 = time.monotonic()
@@ -519,13 +523,20 @@ def main() -> int:
                     help="re-measure each row's best N profiled points before choosing")
     ap.add_argument("--work", default=str(ROOT / "out" / "host_tuning"))
     ap.add_argument("--skip-ort", action="store_true")
-    ap.add_argument("--max-load", type=float, default=1.0,
+    ap.add_argument("--max-load", type=float, default=0.3,
                     help="before re-measuring and timing a model, wait for the 1-minute load "
                          "average to drop below this")
     ap.add_argument("--quiet-timeout", type=float, default=900.0,
                     help="... but at most this many seconds")
     ap.add_argument("--results", default=str(RESULTS), help="where the JSON and PNGs go")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the targets and models of the previous JSON that this run does "
+                         "not redo (e.g. add the emulated target's remaining models)")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the convergence PNGs from the JSON of a previous run")
     args = ap.parse_args()
+    if args.replot:
+        return replot(args)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -533,26 +544,37 @@ def main() -> int:
     protocol = MeasureProtocol(args.warmup, args.repeats, max_ms=args.max_ms,
                                idle_ms=args.idle_ms)
     refine_protocol = MeasureProtocol(2, 11, max_ms=4 * args.max_ms, idle_ms=args.idle_ms)
+    saved_path = Path(args.results) / "host_tuning.json"
+    if args.merge and saved_path.exists():
+        saved = json.loads(saved_path.read_text())
+        _STATE["targets"] = saved.get("targets", {})
+        if saved.get("onnxruntime"):
+            _STATE["onnxruntime"] = saved["onnxruntime"]
     models = [m for m in args.models.split(",") if m]
     specs = [s for s in args.targets.split(",") if s]
     for spec in specs:
         extra = [m for m in ORT_MODELS if spec == "real" and not args.skip_ort
                  and m not in models]
-        run_target(spec, models + extra, args, work, protocol, refine_protocol)
-        if spec != "real":
-            plot_panels({m: _STATE["targets"][spec]["models"][m] for m in models},
-                        _STATE["targets"][spec]["target"],
-                        Path(args.results) / f"host_tuning_convergence_{_slug(spec)}.png",
-                        args.trials)
-        else:
-            plot_panels({m: _STATE["targets"][spec]["models"][m] for m in models},
-                        _STATE["targets"][spec]["target"],
-                        Path(args.results) / "host_tuning_convergence_real.png", args.trials)
+        result = run_target(spec, models + extra, args, work, protocol, refine_protocol)
+        plot_panels({m: e for m, e in result["models"].items() if m in PAPER_MODELS},
+                    result["target"],
+                    Path(args.results) / f"host_tuning_convergence_{_slug(spec)}.png",
+                    args.trials)
     if "real" in _STATE.get("targets", {}) and not args.skip_ort:
         _STATE["onnxruntime"] = onnxruntime_comparison(args, work, _STATE["targets"]["real"])
         save(args, _STATE["targets"]["real"], "real")
     print_tables(_STATE)
     console.print(f"wrote {Path(args.results) / 'host_tuning.json'}")
+    return 0
+
+
+def replot(args: argparse.Namespace) -> int:
+    saved = json.loads((Path(args.results) / "host_tuning.json").read_text())
+    for spec, target in saved["targets"].items():
+        models = {m: e for m, e in target["models"].items() if m in PAPER_MODELS}
+        plot_panels(models, target["target"],
+                    Path(args.results) / f"host_tuning_convergence_{_slug(spec)}.png",
+                    saved["config"]["trials"])
     return 0
 
 

@@ -107,6 +107,9 @@ def print_report(gemm: GemmRun) -> None:
         ("instructions", f"{r.instructions:,}"),
         ("tiling", json.dumps(r.tiling)),
         ("host (this machine)", f"{r.host_pack_ms:.1f} ms packing + instruction generation"),
+        ("board host (model)", ", ".join(f"{k} {v:.3f}" for k, v in r.board_host_ms.items())
+         + " ms"),
+        ("wall (model)", f"{r.wall_ms:.4f} ms = simulated + board host"),
         ("assumed", ", ".join(f"{k}={v:g}" for k, v in r.assumed.items())),
     ]
     console.print(table(f"VTA GEMM {r.m}x{r.k}x{r.n} -> {r.out}", ["", "value"], rows,
