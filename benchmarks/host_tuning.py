@@ -117,7 +117,10 @@ def profile_layer(target: HostTarget, graph: Graph, job: LayerJob, protocol: Mea
         result = measurer(point)
         points.append({"point": point, "ms": result.median_ms, "attrs": result.attrs})
     profile = {"key": job.key, "size": len(job.space), "fingerprint": target.fingerprint,
-               "seconds": time.monotonic() - start, "points": points}
+               "seconds": time.monotonic() - start, "points": points,
+               # a profile taken on a busy machine misleads every row built on it: keep the
+               # evidence beside the numbers
+               "loadavg_after": list(os.getloadavg())}
     atomic_write_bytes(path, json.dumps(profile).encode())
     del measurer
     gc.collect()  # why: a layer's compiled variants hold packed weights (VGG's fc6: 400 MB)
@@ -234,7 +237,8 @@ def refine(target: HostTarget, graph: Graph, job: LayerJob, points: list[Point],
         for point in todo:
             result = measurer(point)
             cache[point_key(point)] = {"point": point, "ms": result.median_ms,
-                                       "attrs": result.attrs}
+                                       "attrs": result.attrs,
+                                       "loadavg": list(os.getloadavg())}
         atomic_write_bytes(path, json.dumps(cache).encode())
         del measurer
         gc.collect()
