@@ -79,6 +79,7 @@ def fit_insn_ns(rows: list[dict[str, Any]]) -> float:
 
 
 def ratio_summary(by: dict[Any, dict[str, Any]], key: str) -> dict[str, Any]:
+    """optimized / tiled2 and ours / optimized on the time field ``key`` of every row."""
     opt_t2 = [by[s, "tiled2"][key] / by[s, "optimized"][key] for s in PAPER]
     ours_opt = [by[s, "optimized"][key] / by[s, "ours"][key] for s in PAPER]
     ours_opt_resnet = [by[s, "optimized"][key] / by[s, "ours"][key] for s in RESNET]
@@ -87,23 +88,17 @@ def ratio_summary(by: dict[Any, dict[str, Any]], key: str) -> dict[str, Any]:
             "ours_over_optimized": {"per_shape": ours_opt,
                                     "mean": sum(ours_opt) / len(ours_opt),
                                     "resnet18_mean": sum(ours_opt_resnet) / len(ours_opt_resnet),
-                                    "resnet18_min": min(ours_opt_resnet)}}
+                                    "resnet18_min": min(ours_opt_resnet),
+                                    "resnet18_geomean": geomean(ours_opt_resnet)}}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     by = {(tuple(r["shape"]), r["schedule"]): r for r in rows}
-    opt_t2 = [by[s, "tiled2"]["time_ms"] / by[s, "optimized"]["time_ms"] for s in PAPER]
-    ours_opt = [by[s, "optimized"]["time_ms"] / by[s, "ours"]["time_ms"] for s in PAPER]
-    ours_opt_resnet = [by[s, "optimized"]["time_ms"] / by[s, "ours"]["time_ms"] for s in RESNET]
+    device = ratio_summary(by, "time_ms")
     paper_ratio = [PAPER[s][1] / PAPER[s][2] for s in PAPER]
+    device["optimized_over_tiled2"]["paper_mean"] = sum(paper_ratio) / len(paper_ratio)
     return {
-        "optimized_over_tiled2": {"per_shape": opt_t2, "mean": sum(opt_t2) / len(opt_t2),
-                                  "geomean": geomean(opt_t2),
-                                  "paper_mean": sum(paper_ratio) / len(paper_ratio)},
-        "ours_over_optimized": {"per_shape": ours_opt, "mean": sum(ours_opt) / len(ours_opt),
-                                "resnet18_mean": sum(ours_opt_resnet) / len(ours_opt_resnet),
-                                "resnet18_min": min(ours_opt_resnet),
-                                "resnet18_geomean": geomean(ours_opt_resnet)},
+        **device,
         "ours_percent_of_peak_1024": by[(1024, 1024, 1024), "ours"]["percent_of_peak"],
         # device time + the board CPU's modelled work (board_host): the paper's measure
         "wall": ratio_summary(by, "wall_ms"),

@@ -13,6 +13,7 @@ from edgenn.backends.ref import compile_ref
 from edgenn.backends.vta.config import VtaConfig
 from edgenn.backends.vta.conv import VtaConv2D, cpu_reason, folded_bias, weight_matrices
 from edgenn.backends.vta.executable import compile_vta
+from edgenn.backends.vta.gemm import GemmRun
 from edgenn.backends.vta.im2col import ConvGeometry, im2col
 from edgenn.backends.vta.offload import OffloadTarget
 from edgenn.ir import Activation, Graph
@@ -144,7 +145,7 @@ def test_another_gemm_engine_plugs_in() -> None:
     """``gemm=`` swaps the simulator for anything with run_gemm's signature (a board driver)."""
     calls = []
 
-    def engine(a: np.ndarray, b: np.ndarray, **kw: object) -> vta_standin.StandinRun:
+    def engine(a: np.ndarray, b: np.ndarray, **kw: object) -> GemmRun:
         calls.append((a.shape, b.shape, kw["out"], kw["schedule"]))
         return vta_standin.run_gemm(a, b, **kw)
 

@@ -8,42 +8,15 @@ with ``run_gemm``'s signature.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-
-@dataclass
-class StandinReport:
-    m: int
-    k: int
-    n: int
-    schedule: str
-    preset: str
-    cycles: int
-    time_ms: float
-    gops: float
-    peak_gops: float
-    gemm_utilization: float
-    dram_bytes: dict[str, int]
-    module_busy_cycles: dict[str, int]
-    instructions: int
-    assumed: dict[str, float] = field(default_factory=dict)
-    host_pack_ms: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class StandinRun:
-    result: np.ndarray
-    report: StandinReport
+from edgenn.backends.vta.gemm import GemmReport, GemmRun
 
 
 def run_gemm(a: np.ndarray, b: np.ndarray, *, schedule: str = "ours", config: Any = None,
-             out: str = "int8", shift: int = 0, bias: np.ndarray | None = None) -> StandinRun:
+             out: str = "int8", shift: int = 0, bias: np.ndarray | None = None) -> GemmRun:
     assert a.dtype == np.int8 and b.dtype == np.int8 and a.shape[1] == b.shape[0]
     m, k = a.shape
     n = b.shape[1]
@@ -55,10 +28,10 @@ def run_gemm(a: np.ndarray, b: np.ndarray, *, schedule: str = "ours", config: An
     tiles = m * -(-k // 16) * -(-n // 16)
     cycles = tiles + 100
     ms = cycles / 333.33e3
-    return StandinRun(result, StandinReport(
+    return GemmRun(result, GemmReport(
         m=m, k=k, n=n, schedule=schedule, preset="standin", cycles=cycles, time_ms=ms,
         gops=2 * m * k * n / (ms * 1e6), peak_gops=170.7, gemm_utilization=tiles / cycles,
         dram_bytes={"uop": 0, "inp": m * k, "wgt": k * n, "acc": 4 * n,
                     "out": m * n * (4 if out == "int32" else 1)},
         module_busy_cycles={"load": 0, "compute": cycles, "store": 0}, instructions=1,
-        assumed={"standin": 1.0}))
+        assumed={"standin": 1.0}, host_pack_ms=0.0))

@@ -128,10 +128,8 @@ def board_host_cost(problem: GemmProblem, stats: SimStats,
                     board: BoardHost | None = None) -> dict[str, float]:
     """The board CPU's modelled work for this call (``board_host.BoardHost``)."""
     board = board or BoardHost()
-    packed = problem.mt * problem.kb * 256 + problem.nb * problem.kb * 256
-    if problem.has_bias:
-        packed += problem.nb * 64
-    return board.cost_ms(instructions=stats.instructions, packed_bytes=packed,
+    return board.cost_ms(instructions=stats.instructions,
+                         packed_bytes=problem.packed_operand_bytes,
                          unpacked_bytes=problem.m * problem.n * (4 if problem.out == "int32"
                                                                  else 1),
                          insn_bytes=stats.dram_bytes["insn"], uop_bytes=stats.dram_bytes["uop"])

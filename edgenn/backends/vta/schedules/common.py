@@ -54,6 +54,13 @@ class GemmProblem:
     def planes(self) -> int:
         return 4 if self.out == "int32" else 1
 
+    @property
+    def packed_operand_bytes(self) -> int:
+        """A and B in their tiled DRAM layouts (16-row tiles of A, 16x16 tiles of B), plus the
+        bias: what the host packs before a call."""
+        return (self.mt * self.kb + self.nb * self.kb) * 256 + (self.nb * 64 if self.has_bias
+                                                                 else 0)
+
 
 @dataclass(frozen=True)
 class Operands:
@@ -93,8 +100,8 @@ def place_operands(problem: GemmProblem, config: VtaConfig, a: np.ndarray | None
                    ) -> tuple[Dram, Operands]:
     """Allocate the operands in a fresh DRAM and, given data, pack them in (host work)."""
     m, kb, nb = problem.m, problem.kb, problem.nb
-    dram = Dram(config, capacity=(problem.mt * kb * 256 + nb * kb * 256
-                                  + m * nb * 16 * problem.planes + nb * 64 + (1 << 16)))
+    dram = Dram(config, capacity=(problem.packed_operand_bytes + m * nb * 16 * problem.planes
+                                  + nb * 64 + (1 << 16)))
     a_base = dram.alloc_elems(MemType.INP, problem.mt * kb * 16, "A")
     b_base = dram.alloc_elems(MemType.WGT, nb * kb, "B")
     bias_base = dram.alloc_elems(MemType.ACC, nb, "bias") if problem.has_bias else None
