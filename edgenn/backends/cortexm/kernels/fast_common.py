@@ -37,11 +37,12 @@ def fast_requant_mode(w: np.ndarray, bias_folded: np.ndarray, shift: np.ndarray,
 
 
 def quant_records(bias_folded: np.ndarray, mult: np.ndarray, shift: np.ndarray, out_zp: int,
-                  fast: int, pad_to: int = 1) -> np.ndarray:
+                  fast: int, pad_to: int = 1, double_bias: bool = True) -> np.ndarray:
     """int32 [C', 4] records {bias, mult, shift, half} per channel, zero-padded to ``pad_to``.
 
-    fast: bias doubled, shift = right shift r, half = (1 << (r - 1)) + (out_zp << r).
-    exact: bias, mult, TFLite shift, half unused.
+    fast: bias doubled (unless ``double_bias`` is False: kernels with int8 weights double the
+    accumulator at requantization instead, ``acc << 1``), shift = right shift r,
+    half = (1 << (r - 1)) + (out_zp << r). exact: bias, mult, TFLite shift, half unused.
     """
     c = len(bias_folded)
     cpad = -(-c // pad_to) * pad_to
@@ -49,7 +50,7 @@ def quant_records(bias_folded: np.ndarray, mult: np.ndarray, shift: np.ndarray, 
     bias = np.asarray(bias_folded, np.int64)
     sh = np.asarray(shift, np.int64)
     if fast:
-        rec[:c, 0] = 2 * bias
+        rec[:c, 0] = 2 * bias if double_bias else bias
         rec[:c, 2] = -sh
         rec[:c, 3] = (1 << (-sh - 1)) + (out_zp << -sh)
     else:
