@@ -18,7 +18,14 @@ these placeholders, replaced by the generator:
 * ``{scratch}``: ``((void *)(edgenn_arena + OFFSET))``, ``scratch_bytes`` bytes, 16-aligned,
   alive only during this layer (``NULL`` when ``scratch_bytes`` is 0);
 * ``{<array name>}``: each entry of ``arrays`` by its local name; the generator gives it a
-  unique C name (``l3_w``) and declares it ``static const <ctype> NAME[] aligned(4)``.
+  unique C name (``l3_w``) and declares it ``static const <ctype> NAME[] aligned(4)``;
+* ``{prefix}``: the layer's unique C prefix (``l3``).
+
+``code`` is C text the generator writes into model.c after the layer's arrays: functions
+specialised for this layer's shape (unrolled loops with the shape's constants). It is not a
+format string (C braces stay single); every ``@P@`` in it becomes the layer's prefix, so a
+function is named ``@P@_conv`` and the call says ``{prefix}_conv(...)``; arrays are
+``@P@_<local name>``.
 
 ``sources`` names files under ``edgenn/backends/cortexm/c/``: each ``x.c`` is compiled and
 linked and its ``x.h`` included by model.c; a ``y.h`` entry is only included (for
@@ -84,6 +91,7 @@ class KernelCall:
     kernel_name: str = ""
     # a short comment placed above the call in model.c (shapes, parameters)
     comment: str = ""
+    code: str = ""  # per-layer generated C (see the module docstring), "@P@" = layer prefix
     extra: dict[str, object] = field(default_factory=dict)
 
 

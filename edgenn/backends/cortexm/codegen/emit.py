@@ -45,7 +45,9 @@ def render(kcall: KernelCall, prefix: str, pointers: Mapping[str, str]) -> tuple
     """
     names = {a.name: f"{prefix}_{a.name}" for a in kcall.arrays}
     decls = [array_decl(names[a.name], a) for a in kcall.arrays]
-    mapping = {**pointers, **names}
+    if kcall.code:
+        decls.append(kcall.code.replace("@P@", prefix))
+    mapping = {**pointers, **names, "prefix": prefix}
     try:
         call = kcall.call.format_map(mapping)
     except KeyError as e:
