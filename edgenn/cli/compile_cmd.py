@@ -24,6 +24,10 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ram-kb", type=int, default=None,
                    help="device RAM in KiB (default: the core's reference board)")
     p.add_argument("--opt", default="-O2", help="optimisation flag for arm-none-eabi-gcc")
+    p.add_argument("--flash-kb", type=float, default=None,
+                   help="flash budget in KiB for constants and code (default: the int8 "
+                        "parameters + 48 KiB); kernels with pre-widened int16 weights are "
+                        "used only where the budget leaves room and they measure faster")
     add_fusion_options(p)
     add_skip_option(p)
 
@@ -98,6 +102,7 @@ def host_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"ram_kb": getattr(args, "ram_kb", None), "opt": getattr(args, "opt", "-O2"),
+            "flash_kb": getattr(args, "flash_kb", None),
             **fusion_settings(args)}
 
 

@@ -207,13 +207,16 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     ram_kb: int | None = None, opt: str = "-O2",
                     stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = True,
                     skip_configs: Iterable[Iterable[str]] | None = None,
-                    skip_copy: bool | None = None) -> CortexMExecutable:
+                    skip_copy: bool | None = None,
+                    flash_kb: float | None = None) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
     one firmware serves every skip configuration (``run(x, skip=...)``), its arena planned for
     ``skip_configs`` (default: all). Raises PlanError if the arena does not fit ``ram_kb``,
-    ToolchainError if arm-none-eabi-gcc is missing or the build fails.
+    ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_kb``: the
+    flash budget for constants and code (default: int8 parameter bytes + 48 KiB); kernels
+    with pre-widened int16 weights are chosen only where it leaves room.
     """
     c = core if isinstance(core, Core) else get_core(core)
     tmp = None
