@@ -161,10 +161,12 @@ def test_host_extreme_zero_points(host_lib: ctypes.CDLL, in_zp: int, out_zp: int
 def test_plugin_chosen_on_dsp_cores_only() -> None:
     rng = np.random.default_rng(0)
     g = dw_graph(rng, (8, 8), 8, (3, 3), pads=(1, 1, 1, 1))
-    assert select_kernel(g.nodes[0], g, M4).name == FastDepthwiseConv.name
-    assert select_kernel(g.nodes[0], g, get_core("cortex-m0plus")).name == "edgenn_dwconv_s8"
-    g2 = dw_graph(rng, (8, 8), 4, (3, 3), mult=2)  # depth multiplier 2: portable
-    assert select_kernel(g2.nodes[0], g2, M4).name == "edgenn_dwconv_s8"
+    assert select_kernel(g.nodes[0], g, M4, widened=True).name == FastDepthwiseConv.name
+    assert select_kernel(g.nodes[0], g, M4).name != FastDepthwiseConv.name  # int8 by default
+    m0 = get_core("cortex-m0plus")
+    assert select_kernel(g.nodes[0], g, m0, widened=True).name == "edgenn_dwconv_s8"
+    g2 = dw_graph(rng, (8, 8), 4, (3, 3), mult=2)  # depth multiplier 2: not this kernel
+    assert select_kernel(g2.nodes[0], g2, M4, widened=True).name != FastDepthwiseConv.name
 
 
 # ---- emulator: the real Thumb-2 build -------------------------------------------------------
@@ -203,7 +205,7 @@ def _compile(g: Graph):  # type: ignore[no-untyped-def]
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    return compile_model(g, target="cortex-m4")
+    return compile_model(g, target="cortex-m4", widen="all")  # the int16-weight kernels under test
 
 
 @needs_arm

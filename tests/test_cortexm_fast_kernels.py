@@ -202,11 +202,14 @@ def test_plugins_are_chosen_on_dsp_cores_only() -> None:
     rng = np.random.default_rng(0)
     conv = conv1_graph(rng, (8, 8), 4, (3, 3))
     fc = fc_graph(rng, 20, 4)
-    assert select_kernel(conv.nodes[0], conv, M4).name == FastConv1Ch.name
-    assert select_kernel(fc.nodes[0], fc, M4).name == FastFullyConnected.name
+    # int16-weight kernels: only where the flash policy grants them (widened=True)
+    assert select_kernel(conv.nodes[0], conv, M4, widened=True).name == FastConv1Ch.name
+    assert select_kernel(fc.nodes[0], fc, M4, widened=True).name == FastFullyConnected.name
+    assert select_kernel(conv.nodes[0], conv, M4).name != FastConv1Ch.name
+    assert select_kernel(fc.nodes[0], fc, M4).name != FastFullyConnected.name
     m0 = get_core("cortex-m0plus")
-    assert select_kernel(conv.nodes[0], conv, m0).name != FastConv1Ch.name
-    assert select_kernel(fc.nodes[0], fc, m0).name != FastFullyConnected.name
+    assert select_kernel(conv.nodes[0], conv, m0, widened=True).name != FastConv1Ch.name
+    assert select_kernel(fc.nodes[0], fc, m0, widened=True).name != FastFullyConnected.name
 
 
 # ---- emulator: the real Thumb-2 build -------------------------------------------------------
@@ -219,7 +222,7 @@ def _emulated(g: Graph, x: np.ndarray) -> np.ndarray:
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    exe = compile_model(g, target="cortex-m4")
+    exe = compile_model(g, target="cortex-m4", widen="all")  # the int16-weight kernels under test
     return np.asarray(exe.run(x)[0])
 
 
@@ -251,7 +254,7 @@ def test_emulator_whole_models_match_reference(fixture: str) -> None:
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    exe = compile_model(g, target="cortex-m4")
+    exe = compile_model(g, target="cortex-m4", widen="all")  # the int16-weight kernels under test
     kernels = {str(m["kernel"]) for m in exe.manifest["layers"]}
     assert any(k.startswith("fast_") for k in kernels), kernels
     want = compile_ref(g).run(x)

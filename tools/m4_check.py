@@ -1,6 +1,6 @@
 """Developer check: a .tflite on the emulated Cortex-M4 against TFLite Micro, with per-layer cycles.
 
-    .venv/bin/python tools/m4_check.py MODEL.tflite [--n 20] [--flash-kb KB]
+    .venv/bin/python tools/m4_check.py MODEL.tflite [--n 20] [--widen auto|none|all]
 
 Prints one line per layer (kernel, MACs, cycles, MAC/cycle), the total, arena and flash, and
 the number of output elements that differ from TFLite Micro's Python interpreter on N random
@@ -24,10 +24,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--widen", default="none", choices=("auto", "none", "all"),
+                    help="int16 pre-widened weight kernels (default none: int8 kernels only)")
     args = ap.parse_args()
     data = Path(args.model).read_bytes()
     graph = load_tflite(data, Path(args.model).name)
-    exe = compile_cortexm(graph, "cortex-m4")
+    exe = compile_cortexm(graph, "cortex-m4", widen=args.widen)
     name = graph.inputs[0]
     t = graph.tensor(name)
     shape = (args.n, *graph.external_shape(name)[1:])

@@ -12,6 +12,7 @@ import numpy as np
 
 from edgenn.backends.cortexm.build import build
 from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES, Project, generate
+from edgenn.backends.cortexm.flash_policy import Measured, constant_bytes, plan_widening
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import Graph
@@ -208,7 +209,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = True,
                     skip_configs: Iterable[Iterable[str]] | None = None,
                     skip_copy: bool | None = None,
-                    flash_kb: float | None = None) -> CortexMExecutable:
+                    flash_kb: float | None = None, widen: str = "auto") -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
@@ -216,20 +217,54 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     ``skip_configs`` (default: all). Raises PlanError if the arena does not fit ``ram_kb``,
     ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_kb``: the
     flash budget for constants and code (default: int8 parameter bytes + 48 KiB); kernels
-    with pre-widened int16 weights are chosen only where it leaves room.
+    with pre-widened int16 weights are chosen only where it leaves room and they measure
+    faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8 weights everywhere;
+    ``"all"``: widened wherever such a kernel exists).
     """
     c = core if isinstance(core, Core) else get_core(core)
-    tmp = None
-    if out_dir is None:
-        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
-        out_dir = tmp.name
     blocks: list[Any] = []
     if skippable:
         from edgenn.passes.skip import find_blocks
 
         blocks = find_blocks(graph)
-    project = generate(graph, c, out_dir, ram_kb=ram_kb, opt=opt, stack_bytes=stack_bytes,
-                       skip_copy=skip_copy,
-                       blocks=blocks, skip_configs=skip_configs)
-    elf = build(project.out_dir, project.sources, project.cflags, project.ldflags)
-    return CortexMExecutable(graph, c, project, elf, tmp)
+
+    def build_in(directory: str | Path | None, widened: frozenset[int]) -> CortexMExecutable:
+        tmp = None
+        if directory is None:
+            tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
+            directory = tmp.name
+        project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
+                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
+                           skip_configs=skip_configs, widened_layers=widened)
+        elf = build(project.out_dir, project.sources, project.cflags, project.ldflags)
+        return CortexMExecutable(graph, c, project, elf, tmp)
+
+    trial: dict[frozenset[int], CortexMExecutable] = {}
+
+    def measure(widened: frozenset[int]) -> Measured:
+        exe = trial[widened] = build_in(None, widened)
+        result = exe.bench(*_bench_inputs(graph))
+        per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
+                     for layer in result.layers]
+        return Measured(result.flash_bytes, per_layer,
+                        [constant_bytes(k) for k in exe.project.calls])
+
+    budget = None if flash_kb is None else int(flash_kb * 1024)
+    widened = plan_widening(graph, c, measure, budget, widen)
+    if out_dir is None and widened in trial:
+        return trial[widened]  # why: the measured build is the final one; no rebuild
+    return build_in(out_dir, widened)
+
+
+def _bench_inputs(graph: Graph) -> list[np.ndarray]:
+    """Seeded random inputs (one item each) for the flash policy's measuring runs."""
+    rng = np.random.default_rng(0)
+    out = []
+    for name in graph.inputs:
+        t = graph.tensor(name)
+        shape = (1, *graph.external_shape(name)[1:])
+        if t.dtype.numpy == np.int8:
+            out.append(rng.integers(-128, 128, size=shape, dtype=np.int8))
+        else:
+            out.append(rng.standard_normal(shape).astype(t.dtype.numpy))
+    return out

@@ -96,7 +96,12 @@ class KernelCall:
 
 
 class Kernel(Protocol):
-    """A C kernel plug-in for one IR operator."""
+    """A C kernel plug-in for one IR operator.
+
+    A kernel may also set ``widened_weights = True``: it stores its weights pre-widened to
+    int16 (about twice the flash of the int8 parameters). Such kernels are only chosen for
+    the layers the flash policy (``flash_policy.py``) grants them, never by default.
+    """
 
     op: str
     priority: int
@@ -124,10 +129,31 @@ def kernels_for(op: str) -> Sequence[Kernel]:
     return tuple(_KERNELS.get(op, ()))
 
 
-def select_kernel(node: Node, graph: Graph, core: Core) -> Kernel:
-    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none."""
+def uses_widened_weights(kernel: Kernel) -> bool:
+    """True for kernels whose weights are stored pre-widened to int16."""
+    return bool(getattr(kernel, "widened_weights", False))
+
+
+def widened_kernel(node: Node, graph: Graph, core: Core) -> Kernel | None:
+    """The highest-priority pre-widened-weight kernel matching ``node``, if any."""
     for kernel in kernels_for(node.op):
-        if kernel.matches(node, graph, core):
+        if uses_widened_weights(kernel) and kernel.matches(node, graph, core):
+            return kernel
+    return None
+
+
+def select_kernel(node: Node, graph: Graph, core: Core, widened: bool = False) -> Kernel:
+    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none.
+
+    Kernels with pre-widened int16 weights are skipped unless ``widened`` (then one of them
+    is preferred where it matches): weights stay int8 in flash by default.
+    """
+    if widened:
+        found = widened_kernel(node, graph, core)
+        if found is not None:
+            return found
+    for kernel in kernels_for(node.op):
+        if not uses_widened_weights(kernel) and kernel.matches(node, graph, core):
             return kernel
     first = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
     dtype = first.dtype.value if first is not None else "?"

@@ -42,10 +42,11 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
                       plan.planner)
 
 
-def firmware_arena_bytes(graph: Graph, core: Core) -> int:
+def firmware_arena_bytes(graph: Graph, core: Core,
+                         widened_layers: frozenset[int] = frozenset()) -> int:
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch."""
     from edgenn.backends.cortexm.kernel import select_kernel
 
-    scratch = [select_kernel(n, graph, core).prepare(n, graph, core).scratch_bytes
-               for n in graph.nodes]
+    scratch = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
+               .scratch_bytes for i, n in enumerate(graph.nodes)]
     return max(16, plan_arena(graph, scratch).peak_bytes)

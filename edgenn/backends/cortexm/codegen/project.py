@@ -76,13 +76,16 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              opt: str = "-O2", stack_bytes: int = DEFAULT_STACK_BYTES,
              blocks: Sequence[Any] = (),
              skip_configs: Iterable[Iterable[str]] | None = None,
-             skip_copy: bool | None = None) -> Project:
+             skip_copy: bool | None = None,
+             widened_layers: frozenset[int] = frozenset()) -> Project:
     """Write the project for ``graph`` on ``core`` into ``out_dir`` (created if needed).
 
     With ``blocks`` (``edgenn.passes.skip.find_blocks(graph)``) the firmware is skip-mask
     capable: ``edgenn_set_skip_mask`` selects the blocks to skip between inferences and the
     arena is planned for every configuration in ``skip_configs`` (default: all of them).
     Raises PlanError when the arena plus the stack does not fit ``ram_kb`` KiB of RAM.
+    ``widened_layers``: node indices that may use kernels with pre-widened int16 weights
+    (chosen by ``flash_policy``); every other layer keeps its weights int8.
     """
     graph.validate()
     for name in (*graph.inputs, *graph.outputs):
@@ -91,7 +94,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
             raise ShapeError(f"graph {graph.name!r}: {name!r} has batch {shape[0]}; "
                              "firmware is generated for batch 1")
     ram_kb = core.ram_kb if ram_kb is None else int(ram_kb)
-    calls = [select_kernel(n, graph, core).prepare(n, graph, core) for n in graph.nodes]
+    calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
+             for i, n in enumerate(graph.nodes)]
     skip = None
     if blocks:
         skip = plan_skip_layout(graph, core, blocks, [c.scratch_bytes for c in calls],
@@ -134,7 +138,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "arena_bytes": arena, "invoke_symbol": "edgenn_invoke", "mark_symbol": "edgenn_mark",
         "main_symbol": "main", "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
         "inputs": _io(graph, graph.inputs, plan), "outputs": _io(graph, graph.outputs, plan),
-        "layers": layers,
+        "layers": layers, "widened_layers": sorted(widened_layers),
     }
     if skip is not None:
         manifest.update(_skip_manifest(skip))

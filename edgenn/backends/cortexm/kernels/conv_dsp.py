@@ -133,6 +133,7 @@ class DspConv:
     op = "Conv2D"
     priority = 10
     name = "edgenn_conv_dsp_s8"
+    widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):

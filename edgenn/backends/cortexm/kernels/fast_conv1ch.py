@@ -69,6 +69,7 @@ class FastConv1Ch:
     op = "Conv2D"
     priority = 20  # above edgenn_conv_dsp_s8 (10)
     name = "fast_conv1ch_s8"
+    widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):

@@ -93,6 +93,7 @@ class FastDepthwiseConv:
     op = "Conv2D"
     priority = 10  # above the portable edgenn_dwconv_s8 (0)
     name = "fast_dwconv_s8"
+    widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         return core.has_dsp and dw_supported(node, graph)

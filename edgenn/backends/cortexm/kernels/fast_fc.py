@@ -79,6 +79,7 @@ class FastFullyConnected:
     op = "FullyConnected"
     priority = 10
     name = "fast_fc_s8"
+    widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):

@@ -1,0 +1,98 @@
+"""Which layers may store their weights pre-widened to int16: measured, under a flash budget.
+
+Weights stay int8 in flash by default; the DSP kernels widen them in registers (SXTB16). A few
+older kernels keep a copy of the weights pre-widened to int16 instead, which costs about the
+layer's int8 weight bytes again in flash and saves some cycles on some shapes (and loses on
+others). Whether it pays is measured, not guessed:
+
+1. build with int8 weights everywhere and bench one inference (per-layer cycles, ELF flash);
+2. if some layer has a widened kernel, build with every such layer widened and bench again;
+3. grant the widened kernel to the layers that measured faster, best cycles saved per extra
+   flash byte first, while the measured flash of step 1 plus the extra bytes stays within the
+   budget (default: the model's int8 parameter bytes + 48 KiB);
+4. build the final choice (reusing step 1 or 2 when the choice is all or nothing).
+
+Step 2's extra bytes per layer are exact: the difference of the layers' constant arrays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from edgenn.backends.cortexm.kernel import KernelCall, widened_kernel
+from edgenn.backends.cortexm.targets import Core
+from edgenn.ir import Graph
+
+DEFAULT_HEADROOM_BYTES = 48 * 1024  # flash beyond the int8 parameters, by default
+WIDEN_MODES = ("auto", "none", "all")
+
+
+def int8_parameter_bytes(graph: Graph) -> int:
+    """Bytes of every constant tensor the graph's nodes read (int8 weights, int32 biases)."""
+    seen: set[str] = set()
+    total = 0
+    for node in graph.nodes:
+        for name in node.inputs:
+            if name and name not in seen and graph.tensor(name).is_const:
+                seen.add(name)
+                total += graph.tensor(name).nbytes
+    return total
+
+
+def default_budget_bytes(graph: Graph) -> int:
+    return int8_parameter_bytes(graph) + DEFAULT_HEADROOM_BYTES
+
+
+def widen_candidates(graph: Graph, core: Core) -> list[int]:
+    """Indices of the layers for which a kernel with pre-widened weights matches."""
+    return [i for i, n in enumerate(graph.nodes) if widened_kernel(n, graph, core) is not None]
+
+
+def constant_bytes(call: KernelCall) -> int:
+    return sum(int(a.values.nbytes) for a in call.arrays)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate build: its flash, per-layer cycles and per-layer constant bytes."""
+
+    flash_bytes: int
+    layer_cycles: Sequence[int]
+    layer_const_bytes: Sequence[int]
+
+
+def choose_widened(base: Measured, wide: Measured, candidates: Sequence[int],
+                   budget_bytes: int) -> frozenset[int]:
+    """The candidate layers to widen: measured faster, within the budget, best ratio first."""
+    options = []
+    for i in candidates:
+        saved = base.layer_cycles[i] - wide.layer_cycles[i]
+        extra = max(0, wide.layer_const_bytes[i] - base.layer_const_bytes[i])
+        if saved > 0:
+            options.append((saved / max(1, extra), i, extra))
+    room = budget_bytes - base.flash_bytes
+    chosen: set[int] = set()
+    for _, i, extra in sorted(options, reverse=True):
+        if extra <= room:
+            chosen.add(i)
+            room -= extra
+    return frozenset(chosen)
+
+
+def plan_widening(graph: Graph, core: Core, measure: Callable[[frozenset[int]], Measured],
+                  budget_bytes: int | None, mode: str = "auto") -> frozenset[int]:
+    """The layers that get widened weights (``measure`` builds and benches a choice)."""
+    if mode not in WIDEN_MODES:
+        raise ValueError(f"widen mode {mode!r}: expected one of {', '.join(WIDEN_MODES)}")
+    candidates = widen_candidates(graph, core)
+    if mode == "none" or not candidates:
+        return frozenset()
+    if mode == "all":
+        return frozenset(candidates)
+    budget = default_budget_bytes(graph) if budget_bytes is None else budget_bytes
+    base = measure(frozenset())
+    if base.flash_bytes >= budget:
+        return frozenset()
+    wide = measure(frozenset(candidates))
+    return choose_widened(base, wide, candidates, budget)
