@@ -1,0 +1,86 @@
+"""The flash policy: int8 weights by default, int16 pre-widened kernels only where measured
+faster and within the flash budget (edgenn/backends/cortexm/flash_policy.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgenn.backends.cortexm.flash_policy import (
+    DEFAULT_HEADROOM_BYTES,
+    Measured,
+    choose_widened,
+    int8_parameter_bytes,
+    plan_widening,
+)
+from edgenn.backends.cortexm.kernel import select_kernel, uses_widened_weights
+from edgenn.backends.cortexm.targets import get_core
+from edgenn.frontends.tflite import load_tflite
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tflite"
+M4 = get_core("cortex-m4")
+
+
+def test_choose_widened_takes_best_ratio_first_within_budget() -> None:
+    base = Measured(10_000, [100, 1000, 1000, 500], [0, 400, 300, 100])
+    wide = Measured(11_000, [100, 600, 900, 600], [0, 800, 600, 200])
+    # layer 1 saves 400 cycles for 400 bytes (1.0/B), layer 2 100 for 300 (0.33/B),
+    # layer 3 is slower widened: never chosen
+    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_400) == {1}
+    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_700) == {1, 2}
+    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_399) == {2}
+    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_299) == set()
+
+
+def test_int8_parameter_bytes_counts_each_constant_once() -> None:
+    g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
+    want = sum(g.tensor(n).nbytes for n in {i for node in g.nodes for i in node.inputs
+                                            if i and g.tensor(i).is_const})
+    assert int8_parameter_bytes(g) == want > 0
+
+
+def test_default_selection_never_uses_widened_weights() -> None:
+    g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
+    for node in g.nodes:
+        assert not uses_widened_weights(select_kernel(node, g, M4))
+
+
+def test_plan_widening_modes_and_budget() -> None:
+    g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
+    n = len(g.nodes)
+    calls: list[frozenset[int]] = []
+
+    def measure(widened: frozenset[int]) -> Measured:
+        calls.append(widened)
+        cycles = [100 if i in widened else 200 for i in range(n)]
+        return Measured(1000 + 50 * len(widened), cycles,
+                        [100 if i in widened else 50 for i in range(n)])
+
+    assert plan_widening(g, M4, measure, None, "none") == frozenset() and not calls
+    everything = plan_widening(g, M4, measure, None, "all")
+    assert everything and not calls
+    assert plan_widening(g, M4, measure, 1000, "auto") == frozenset()  # no room at all
+    assert plan_widening(g, M4, measure, 1000 + 50 * len(everything), "auto") == everything
+    with pytest.raises(ValueError, match="widen mode"):
+        plan_widening(g, M4, measure, None, "sometimes")
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
+def test_build_respects_budget_and_stays_exact() -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.backends.cortexm.executable import compile_cortexm
+    from edgenn.backends.ref import compile_ref
+
+    g = load_tflite((FIXTURES / "model_c_int8.tflite").read_bytes(), "c")
+    narrow = compile_cortexm(g, "cortex-m4", widen="none")
+    tight = compile_cortexm(g, "cortex-m4", flash_kb=narrow.sizes()["flash"] / 1024)
+    assert tight.manifest["widened_layers"] == []
+    auto = compile_cortexm(g, "cortex-m4")
+    assert auto.sizes()["flash"] <= int8_parameter_bytes(g) + DEFAULT_HEADROOM_BYTES
+    x = np.random.default_rng(3).integers(-128, 128, size=(2, 28, 28, 1), dtype=np.int8)
+    want = compile_ref(g).run(x)[0]
+    for exe in (narrow, tight, auto):
+        np.testing.assert_array_equal(exe.run(x)[0], want)
