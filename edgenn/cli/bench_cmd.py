@@ -92,6 +92,7 @@ def bench_report(graph: Graph, target: str, clock_mhz: float, **options: Any) ->
             "instructions": layer.instructions,
             "macs_per_cycle": layer.macs / cycles if cycles else None,
             "ms": 1e3 * cycles / clock_hz if cycles is not None else None,
+            "flash_bytes": getattr(layer, "flash_bytes", 0),
         })
     total = result.total_cycles
     return {
@@ -101,6 +102,7 @@ def bench_report(graph: Graph, target: str, clock_mhz: float, **options: Any) ->
         "ms": 1e3 * total / clock_hz if total is not None else None,
         "layers": layers, "arena_bytes": result.arena_bytes, "stack_bytes": result.stack_bytes,
         "flash_bytes": result.flash_bytes, "ram_bytes": result.ram_bytes, "clock_hz": clock_hz,
+        "flash_breakdown": dict(getattr(result, "flash_breakdown", {}) or {}),
         "cycle_model": CYCLE_MODEL_NOTE if total is not None else None,
         "cycle_note": None if total is not None else
         f"no cycle model for {target}: instruction counts only",
@@ -124,12 +126,13 @@ def print_report(report: dict[str, Any]) -> None:
             f"{layer['cycles']:,}" if has_cycles else "n/a", f"{layer['instructions']:,}",
             f"{layer['macs_per_cycle']:.3f}" if layer["macs_per_cycle"] else "",
             f"{layer['ms']:.2f}" if has_cycles else "",
+            f"{layer.get('flash_bytes', 0):,}",
         ))
     mhz = report["clock_hz"] / 1e6
     console.print(table(
         f"{report['model']} on {report['target']} (emulated)",
         ["#", "layer", "op", "kernel", "output", "MACs", "cycles", "instructions", "MAC/cycle",
-         f"ms @{mhz:g} MHz"], rows, right_align_from=5))
+         f"ms @{mhz:g} MHz", "flash B"], rows, right_align_from=5))
     if has_cycles:
         console.print(
             f"total {report['total_cycles']:,} cycles = {report['ms']:.2f} ms at {mhz:g} MHz, "
@@ -142,6 +145,18 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(
         f"arena {report['arena_bytes']:,} B   stack {report['stack_bytes']:,} B   "
         f"flash {report['flash_bytes']:,} B   RAM {report['ram_bytes']:,} B")
+    if report.get("flash_breakdown"):
+        console.print(flash_summary(report["flash_breakdown"],
+                                    sum(layer.get("flash_bytes", 0) for layer in report["layers"]),
+                                    report["flash_bytes"]))
+
+
+def flash_summary(breakdown: dict[str, int], layers_bytes: int, total: int) -> str:
+    """One line: flash owned by the layers vs shared kernels (counted once), runtime, other."""
+    return (f"flash: layers {layers_bytes:,} B + shared kernels "
+            f"{breakdown.get('shared_kernels', 0):,} B (counted once) + runtime "
+            f"{breakdown.get('runtime', 0):,} B + other {breakdown.get('other', 0):,} B "
+            f"= {total:,} B")
 
 
 def run(args: argparse.Namespace) -> int:

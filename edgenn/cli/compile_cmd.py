@@ -139,4 +139,23 @@ def run(args: argparse.Namespace) -> int:
     sizes = exe.sizes() if hasattr(exe, "sizes") else {}
     console.print(f"built {args.output} for {args.target}: " + ", ".join(
         f"{k} {v:,} B" for k, v in sizes.items()))
+    if hasattr(exe, "flash_map"):
+        print_layer_flash(exe)
     return 0
+
+
+def print_layer_flash(exe: Any) -> None:
+    """Flash per layer (its constants and generated functions) from the ELF's symbol table,
+    then the shared kernels, counted once."""
+    from edgenn.cli.bench_cmd import flash_summary
+    from edgenn.cli.console import table
+
+    fmap = exe.flash_map()
+    layers = exe.manifest["layers"]
+    rows = [(i, m["name"], m["op"], m["kernel"], f"{fmap.layers[i]:,}")
+            for i, m in enumerate(layers)]
+    console.print(table("flash per layer", ["#", "layer", "op", "kernel", "flash B"], rows,
+                        right_align_from=4))
+    console.print(flash_summary({"shared_kernels": fmap.shared_kernels,
+                                 "runtime": fmap.runtime, "other": fmap.other},
+                                sum(fmap.layers), fmap.total))

@@ -12,6 +12,7 @@ import numpy as np
 
 from edgenn.backends.cortexm.build import build
 from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES, Project, generate
+from edgenn.backends.cortexm.emulator.flashmap import FlashMap
 from edgenn.backends.cortexm.flash_policy import Measured, constant_bytes, plan_widening
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, ShapeError
@@ -29,6 +30,7 @@ class LayerBench:
     macs: int
     cycles: int | None
     instructions: int
+    flash_bytes: int = 0  # the layer's own constants and generated functions (l<i>_* symbols)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class BenchResult:
     skip: list[str] = field(default_factory=list)  # the skipped blocks, in block order
     switch_cycles: int | None = None  # cost of the edgenn_set_skip_mask call (cycle model)
     switch_instructions: int | None = None
+    # flash not owned by one layer: "shared_kernels", "runtime", "other" (emulator/flashmap.py)
+    flash_breakdown: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,10 +151,11 @@ class CortexMExecutable:
         result = self.machine.invoke([x[0].tobytes() for x in internal])
         sizes = self.machine.elf_sizes()
         with_cycles = result.cycles is not None
+        fmap = self.flash_map()
         layers = [
             LayerBench(int(m["index"]), str(m["name"]), str(m["op"]), str(m["kernel"]),
                        int(m["macs"]), result.layer_cycles[i] if with_cycles else None,
-                       result.layer_instructions[i])
+                       result.layer_instructions[i], fmap.layers[i])
             for i, m in enumerate(self.manifest["layers"])
         ]
         return BenchResult(
@@ -163,7 +168,19 @@ class CortexMExecutable:
                   if self.skip_mask(skip) >> int(b["bit"]) & 1],
             switch_cycles=switch.cycles if switch is not None else None,
             switch_instructions=switch.instructions if switch is not None else None,
+            flash_breakdown={"shared_kernels": fmap.shared_kernels, "runtime": fmap.runtime,
+                             "other": fmap.other},
         )
+
+    def flash_map(self) -> FlashMap:
+        """Flash bytes per layer, shared kernels and runtime, from the ELF's symbol table
+        (``emulator.flashmap.FlashMap``; no emulation needed)."""
+        from edgenn.backends.cortexm.emulator.elf import ElfImage
+        from edgenn.backends.cortexm.emulator.flashmap import RUNTIME_SYMBOLS, flash_map
+
+        runtime = RUNTIME_SYMBOLS | {str(self.manifest.get(k, "")) for k in
+                                     ("invoke_symbol", "mark_symbol", "main_symbol")}
+        return flash_map(ElfImage(self.elf), len(self.manifest["layers"]), runtime)
 
     def sizes(self) -> dict[str, int]:
         """flash / RAM of the ELF and the arena, in bytes."""

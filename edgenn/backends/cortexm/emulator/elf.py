@@ -23,6 +23,17 @@ class Segment:
     memsz: int
 
 
+@dataclass(frozen=True)
+class SizedSymbol:
+    """A FUNC or OBJECT symbol with its size (``st_size``): what flash attribution adds up."""
+
+    name: str
+    address: int  # Thumb bit cleared for functions
+    size: int
+    kind: str  # "func" or "object"
+    local: bool  # STB_LOCAL (a static function or array)
+
+
 class ElfImage:
     """A parsed firmware ELF. Thumb function symbols are stored with the Thumb bit cleared."""
 
@@ -41,6 +52,7 @@ class ElfImage:
                     if seg["p_type"] == "PT_LOAD" and seg["p_filesz"] > 0
                 ]
                 self.symbols: dict[str, int] = {}
+                self.sized_symbols: list[SizedSymbol] = []
                 funcs: list[tuple[int, int, str]] = []
                 symtab = elf.get_section_by_name(".symtab")
                 if symtab is None:
@@ -54,6 +66,11 @@ class ElfImage:
                         value &= ~1
                         funcs.append((value, sym["st_size"], sym.name))
                     self.symbols.setdefault(sym.name, value)
+                    if kind in ("STT_FUNC", "STT_OBJECT") and sym["st_size"] > 0:
+                        self.sized_symbols.append(SizedSymbol(
+                            sym.name, value, int(sym["st_size"]),
+                            "func" if kind == "STT_FUNC" else "object",
+                            sym["st_info"]["bind"] == "STB_LOCAL"))
                 self.sections = [
                     (s.name, s["sh_addr"], s["sh_size"], s["sh_flags"], s["sh_type"])
                     for s in elf.iter_sections()
@@ -82,6 +99,23 @@ class ElfImage:
         if i < 0 or address >= self._func_ends[i]:
             return "?"
         return self._func_names[i]
+
+    def flash_symbols(self) -> list[SizedSymbol]:
+        """The sized symbols whose bytes are stored in flash (in an allocated section that is
+        not NOBITS: code, constants and the initial values of .data), one per address range.
+
+        Aliases (two names for one address) are listed once, under the first name; local
+        (static) names win over global ones, so a generated ``l3_w`` is never hidden.
+        """
+        stored = [(addr, addr + size) for _name, addr, size, _flags, stype in self.sections
+                  if stype != "SHT_NOBITS"]
+        chosen: dict[int, SizedSymbol] = {}
+        for sym in sorted(self.sized_symbols, key=lambda s: (not s.local, s.name)):
+            if sym.address in chosen:
+                continue
+            if any(lo <= sym.address < hi for lo, hi in stored):
+                chosen[sym.address] = sym
+        return sorted(chosen.values(), key=lambda s: s.address)
 
     def sizes(self, stack_range: tuple[int, int] | None = None) -> dict[str, int]:
         """Section sizes by class; flash = text+rodata+data, RAM = data+bss+stack.
