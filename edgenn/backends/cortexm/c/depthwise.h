@@ -1,0 +1,107 @@
+/* Helpers of the generated int8 depthwise Conv2D (kernels/depthwise.py): the halfword
+ * multiplies (SMLAD / SMLAxy), SMMLA and a word load, as ACLE / inline asm on ARMv7E-M and as
+ * plain-C twins with identical results elsewhere (so generated layers also build on a host).
+ *
+ * The generated code works on one channel at a time: the channel's input plane is gathered
+ * from NHWC into an int16 scratch plane bordered with the input zero point, so that a 32-bit
+ * load yields two horizontally adjacent inputs ready for SMLAD against a weight pair, and
+ * every window (border ones included) runs the same straight-line code. */
+#ifndef DEPTHWISE_H
+#define DEPTHWISE_H
+
+#include <stdint.h>
+
+#include "fast_simd.h"
+
+#if FAST_HAVE_DSP
+FAST_INLINE int32_t dwk_smlabb(uint32_t x, uint32_t w, int32_t a)
+{
+    return __smlabb((int32_t)x, (int32_t)w, a);
+}
+FAST_INLINE int32_t dwk_smlabt(uint32_t x, uint32_t w, int32_t a)
+{
+    return __smlabt((int32_t)x, (int32_t)w, a);
+}
+FAST_INLINE int32_t dwk_smlatb(uint32_t x, uint32_t w, int32_t a)
+{
+    return __smlatb((int32_t)x, (int32_t)w, a);
+}
+FAST_INLINE int32_t dwk_smlatt(uint32_t x, uint32_t w, int32_t a)
+{
+    return __smlatt((int32_t)x, (int32_t)w, a);
+}
+/* sign-extend bytes 1 and 3: SXTB16 with its ROR #8 (gcc does not fuse the rotate) */
+FAST_INLINE uint32_t dwk_sxtb16_ror8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+/* (ra << 32 + a * b) >> 32, truncating: one instruction, no ACLE intrinsic */
+FAST_INLINE int32_t dwk_smmla(int32_t a, int32_t b, int32_t ra)
+{
+    int32_t r;
+    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
+    return r;
+}
+#else
+FAST_INLINE int32_t dwk_lo(uint32_t v) { return (int32_t)(int16_t)(v & 0xFFFFu); }
+FAST_INLINE int32_t dwk_hi(uint32_t v) { return (int32_t)(int16_t)(v >> 16); }
+/* the products wrap into the accumulator as the core does */
+FAST_INLINE int32_t dwk_smlabb(uint32_t x, uint32_t w, int32_t a)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)(dwk_lo(x) * dwk_lo(w)));
+}
+FAST_INLINE int32_t dwk_smlabt(uint32_t x, uint32_t w, int32_t a)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)(dwk_lo(x) * dwk_hi(w)));
+}
+FAST_INLINE int32_t dwk_smlatb(uint32_t x, uint32_t w, int32_t a)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)(dwk_hi(x) * dwk_lo(w)));
+}
+FAST_INLINE int32_t dwk_smlatt(uint32_t x, uint32_t w, int32_t a)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)(dwk_hi(x) * dwk_hi(w)));
+}
+FAST_INLINE uint32_t dwk_sxtb16_ror8(uint32_t x) { return fast_sxtb16_ror8(x); }
+FAST_INLINE int32_t dwk_smmla(int32_t a, int32_t b, int32_t ra)
+{
+    return (int32_t)((((int64_t)ra * 4294967296LL) + (int64_t)a * b) >> 32);
+}
+#endif
+
+/* two adjacent int16 plane entries (the first in the low half); p is 4-byte aligned */
+FAST_INLINE uint32_t dwk_pair(const int16_t *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+
+/* two int8 plane entries of one channel, read from NHWC, as an int16 pair (PKHBT) */
+FAST_INLINE uint32_t dwk_pk(int32_t lo, int32_t hi)
+{
+    return ((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16);
+}
+
+/* the bytes of channels c, c+1 of one pixel (unaligned for odd channel counts: LDRH allows it) */
+FAST_INLINE uint32_t dwk_ld16(const int8_t *p)
+{
+    uint16_t v;
+    __builtin_memcpy(&v, p, 2);
+    return v;
+}
+
+/* a weight pair register: (lo << sc, hi << sc) as int16 halves (sc proven to fit) */
+FAST_INLINE uint32_t dwk_wpair(int32_t lo, int32_t hi, int32_t sc)
+{
+    const int32_t f = (int32_t)1 << sc; /* why a product: a left shift of a negative is UB */
+    return ((uint32_t)(lo * f) & 0xFFFFu) | ((uint32_t)(hi * f) << 16);
+}
+
+
+/* the lower clamp after SSAT (modes whose act_min is above -128) */
+FAST_INLINE int32_t dwk_max(int32_t v, int32_t lo) { return v < lo ? lo : v; }
+
+#endif

@@ -1,0 +1,592 @@
+"""Fast int8 depthwise Conv2D on DSP cores (Cortex-M4/M7), int8 weights in flash.
+
+Layout. NHWC interleaves channels, but a depthwise output needs its own channel only, and
+SMLAD (two 16x16 products into one accumulator) needs two taps of the SAME channel in one
+register. So the layer runs channel by channel: the channel's input plane is gathered into an
+int16 scratch plane (rows ``PW`` entries apart) whose border holds the input zero point. Then
+one aligned 32-bit load is a pair of horizontally adjacent inputs ``(x[a], x[a+1])`` and
+
+* a tap pair (kx, kx+1) of an output whose window starts on an even column is one SMLAD;
+* an output starting on an odd column pairs (kx+1, kx+2) and takes its first tap with one
+  SMLATB (top half of the word); odd tap counts leave one SMLABx per row.
+
+Per step the generated code computes ``NO`` (4; a whole row of 5-6) neighbouring outputs of
+one row: for a 3x3 stride-1 kernel a row of taps is 3 loads (``x0..x5``), 2 weight registers
+``(w0, w1)``, ``(w1, w2)`` and 8 multiplies for 12 MACs; neighbouring windows share the loads.
+Padding is the plane's border (the input zero point, whose products cancel the folded bias
+``bias - in_zp * sum(w)`` exactly), so border pixels run the same code: no bounds checks.
+On the M4 the steps of mode 3 are inline asm scheduled by the generator (loads grouped so they
+pipeline, bias added by the first multiply, two steps a loop trip): 3x3 stride 1 is ~57
+cycles for 36 MACs. Two channels are gathered at once (LDRH of channels c, c+1, SXTB16 and
+SXTB16 ROR 8: ~1.9 cycles an input) into two planes when both fit in ``MAX_PLANE_BYTES``.
+
+Weights stay int8 in flash ([Cout][KH*KW]); for each channel the generator's code widens them
+into the pair registers the loop reads (``dwk_wpair``, constant indices). Requantization:
+
+* mode 3 "uniform shift" (when proven): TFLite's result is
+  ``floor((2 acc m + 2^31 + half 2^32) / 2^(32+r))`` (nested floors); scaling the channel's
+  weights and bias by ``2^(1+d)``, ``d = R - r >= 1`` with one ``R`` for the layer, gives
+  ``SSAT(SMMLA(acc', m, 2^(d-1) + half 2^d) >> R)`` with ``R`` an immediate: 3 cycles an
+  output with the store. The rounding of negative values (TFLite rounds half away from zero)
+  is dropped, which is exact only when ``out_zp <= act_min``: then every negative accumulator
+  clamps to ``act_min`` either way. Conditions checked per layer (:func:`uniform_records`).
+* modes 1/2: the doubled-accumulator SMMULR requantization of
+  :func:`fast_common.fast_requant_mode` (weights doubled when widened);
+* mode 0: TFLite's exact double rounding.
+
+Any kernel size, stride, dilation, padding, channel count and depth multiplier; the arrays
+and loops are generated for the layer's shape (never a list of known shapes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import i32, is_int8
+from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
+from edgenn.backends.cortexm.kernels.fast_common import (
+    fast_requant_mode,
+    folded_bias,
+    quant_records,
+)
+from edgenn.backends.cortexm.targets import Core
+from edgenn.ir import Graph, Node
+
+MAX_PLANE_BYTES = 24 * 1024  # why: the plane is arena scratch; larger layers stay portable
+MAX_TAPS = 64  # the tap loops are unrolled: bound the generated code
+UNIFORM = 3  # requantization mode: one immediate shift for the layer (see the docstring)
+
+# (output k, multiply, input word, weight register): multiply "d" is SMLAD, "bt" is SMLABT
+# (bottom half of the input word times the top half of the weight register), and so on.
+Op = tuple[int, str, int, int]
+Reg = tuple[int | None, int | None]  # the kx of the low and high half of a weight register
+
+
+@dataclass(frozen=True)
+class RowCode:
+    """How one row of taps of ``n`` neighbouring outputs maps to loads and multiplies."""
+
+    regs: tuple[Reg, ...]
+    ops: tuple[Op, ...]
+
+    @property
+    def words(self) -> list[int]:
+        return sorted({op[2] for op in self.ops})
+
+
+def row_code(kw: int, sx: int, dx: int, n: int) -> RowCode:
+    """Pair the taps of a row: output k's tap j reads plane column ``k*sx + j*dx``.
+
+    Two taps in the same aligned word (columns a, a+1 with a even) are one SMLAD against the
+    weight register (w_j, w_j+1); any other tap is a single halfword multiply against a half
+    of an existing register holding its weight (or of an extra register of single weights).
+    """
+    pairs: list[Reg] = []
+    items: list[tuple[int, int, int, int, int | None]] = []  # k, word, x half, j, j2 (pair)
+    for k in range(n):
+        j = 0
+        while j < kw:
+            a = k * sx + j * dx
+            if dx == 1 and j + 1 < kw and a % 2 == 0:
+                if (j, j + 1) not in pairs:
+                    pairs.append((j, j + 1))
+                items.append((k, a // 2, 0, j, j + 1))
+                j += 2
+            else:
+                items.append((k, a // 2, a % 2, j, None))
+                j += 1
+    regs: list[Reg] = list(pairs)
+
+    def home(j: int) -> tuple[int, int] | None:
+        for i, (lo, hi) in enumerate(regs):
+            if lo == j:
+                return i, 0
+            if hi == j:
+                return i, 1
+        return None
+
+    for _, _, _, j, j2 in items:  # single weights without a register: two per extra register
+        if j2 is None and home(j) is None:
+            if regs[len(pairs):] and regs[-1][1] is None:
+                regs[-1] = (regs[-1][0], j)
+            else:
+                regs.append((j, None))
+    ops: list[Op] = []
+    for k, word, xh, j, j2 in items:
+        if j2 is not None:
+            ops.append((k, "d", word, regs.index((j, j2))))
+        else:
+            found = home(j)
+            assert found is not None
+            ops.append((k, "bt"[xh] + "bt"[found[1]], word, found[0]))
+    return RowCode(tuple(regs), tuple(ops))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The generated layer: plane geometry, outputs per step, row code, requantization."""
+
+    p: ConvParams
+    mult: int  # depth multiplier
+    ph: int  # plane rows
+    pw: int  # plane row length (int16 entries, even)
+    no: int  # outputs per step
+    rc: RowCode
+    mode: int
+    records: np.ndarray  # int32 [Cout, 4]
+    big_r: int  # the uniform shift R (mode 3)
+    planes: int  # channels gathered at once (2: LDRH pairs, when two planes fit)
+
+    @property
+    def scratch_bytes(self) -> int:
+        return self.planes * self.ph * self.pw * 2
+
+
+def plane_shape(p: ConvParams) -> tuple[int, int]:
+    """(rows, even row length) of the padded plane: every tap read and every input in it."""
+    rows = max(p.pad_t + p.in_h, (p.out_h - 1) * p.stride_h + (p.k_h - 1) * p.dil_h + 1)
+    # +2: the aligned word holding the last column may reach one entry further
+    cols = max(p.pad_l + p.in_w, (p.out_w - 1) * p.stride_w + (p.k_w - 1) * p.dil_w + 2)
+    return rows, cols + (cols & 1)
+
+
+def uniform_records(p: ConvParams) -> tuple[np.ndarray, int] | None:
+    """Mode-3 records {bias', m, Ra, sc} and R, or None when not proven exact.
+
+    Channel c: r = -shift (>= 1), d = R - r with R = max r + 1, weights and folded bias scaled
+    by 2^sc, sc = 1 + d; Ra = 2^(d-1) + half 2^d, half = 2^(r-1) + out_zp 2^r. Checks: the
+    scaled weights fit int16; |acc'| < 2^31 (|x| <= 128, padding taps are the zero point);
+    Ra + SMMLA's high product fits int32; R <= 31; act_max 127; out_zp <= act_min.
+    """
+    shift = np.asarray(p.shift, np.int64)
+    if (shift.size == 0 or not np.all(shift <= -1) or p.act_max != 127
+            or p.out_zp > p.act_min):
+        return None
+    r = -shift
+    big_r = int(r.max()) + 1
+    if big_r > 31:
+        return None
+    d = big_r - r
+    sc = 1 + d
+    w = p.w.reshape(p.w.shape[0], -1).astype(np.int64)
+    wmax = np.abs(w).max(axis=1)
+    if np.any((wmax << sc) > 32767) or np.any(((-w.min(axis=1)) << sc) > 32768):
+        return None
+    bias = folded_bias(p.bias, p.w, p.in_zp)
+    bound = np.abs(bias) + 128 * np.abs(w).sum(axis=1)
+    if np.any((bound << sc) >= 2**31):
+        return None
+    half = (np.int64(1) << (r - 1)) + (np.int64(p.out_zp) << r)
+    ra = (np.int64(1) << (d - 1)) + (half << d)
+    mult = np.asarray(p.mult, np.int64)
+    high = (((bound << sc) * mult) >> 32) + 1
+    if np.any(np.abs(ra) + high >= 2**31):
+        return None
+    rec = np.stack([bias << sc, mult, ra, sc], axis=1)
+    return i32(rec), big_r
+
+
+def plan_layer(p: ConvParams) -> Plan:
+    """Choose outputs per step, pair the taps and the requantization for layer ``p``."""
+    ph, pw = plane_shape(p)
+    planes = 2 if p.in_c >= 2 and 2 * ph * pw * 2 <= MAX_PLANE_BYTES else 1
+    # 4 outputs a step (gcc's C steps: 3, 5 or a whole narrow row spill more or share less)
+    no = 4
+    rc = row_code(p.k_w, p.stride_w, p.dil_w, no)
+    while len(rc.regs) + len(rc.words) + no > 12 and no > 1:  # keep the step in registers
+        no = min(no - 1, 4)
+        rc = row_code(p.k_w, p.stride_w, p.dil_w, no)
+    uni = uniform_records(p)
+    if uni is not None:
+        rec, big_r = uni
+        plan = Plan(p, p.out_c // p.in_c, ph, pw, no, rc, UNIFORM, rec, big_r, planes)
+        if 4 < p.out_w <= 6:
+            # a narrow row in one asm step (no 1- or 2-output remainder step) when it fits
+            wide = replace(plan, no=p.out_w, rc=row_code(p.k_w, p.stride_w, p.dil_w, p.out_w))
+            if _asm_ok(wide, wide.no):
+                return wide
+        return plan
+    bias = folded_bias(p.bias, p.w, p.in_zp)
+    mode = fast_requant_mode(p.w, bias, p.shift, p.mult, p.out_zp, p.act_min, p.act_max)
+    # fast modes: the doubled bias goes with weights doubled when widened (sc = 1)
+    rec = quant_records(bias, p.mult, p.shift, p.out_zp, mode).reshape(-1, 4)
+    return Plan(p, p.out_c // p.in_c, ph, pw, no, rc, mode, rec, 0, planes)
+
+
+def _requant(plan: Plan, acc: str) -> str:
+    """C expression: the int8 output of accumulator ``acc`` (q1..q3: the channel's record)."""
+    p = plan.p
+    if plan.mode == UNIFORM:
+        v = f"fast_ssat8(dwk_smmla({acc}, q1, q2) >> {plan.big_r})"
+    elif plan.mode:
+        v = f"fast_ssat8(fast_requant2({acc}, q1, q2, q3))"
+    else:
+        return f"(int8_t)fast_requant({acc}, q1, q2, {p.out_zp}, {p.act_min}, {p.act_max})"
+    if p.act_min > -128:
+        return f"(int8_t)dwk_max({v}, {p.act_min})"
+    return f"(int8_t){v}"
+
+
+def _step(plan: Plan, n: int) -> str:
+    """C block: ``n`` outputs of one row from plane row pointer ``row`` to output ``o``."""
+    p, rc = plan.p, plan.rc
+    nr = len(rc.regs)
+    lines = ["        {"]
+    lines.append("            int32_t " + ", ".join(f"a{k} = bias" for k in range(n)) + ";")
+    ops = [op for op in rc.ops if op[0] < n]
+    words = sorted({op[2] for op in ops})
+    regs = sorted({op[3] for op in ops})
+    for ky in range(p.k_h):
+        base = ky * p.dil_h * plan.pw
+        lines.append("            {")
+        lines.append("                const uint32_t " + ", ".join(
+            f"w{r} = wb[{ky * nr + r}]" for r in regs) + ";")
+        lines.append("                const uint32_t " + ", ".join(
+            f"x{wd} = dwk_pair(row + {base + 2 * wd})" for wd in words) + ";")
+        for k, kind, wd, r in ops:
+            fn = "fast_smlad" if kind == "d" else f"dwk_smla{kind}"
+            lines.append(f"                a{k} = {fn}(x{wd}, w{r}, a{k});")
+        lines.append("            }")
+    for k in range(n):
+        lines.append(f"            o[{k * p.out_c}] = {_requant(plan, f'a{k}')};")
+    lines.append("        }")
+    return "\n".join(lines)
+
+
+
+
+def asm_regs(n: int) -> int:
+    """Registers an asm step of ``n`` outputs may take (of r0-r12 and lr).
+
+    Measured: 13 up to 5 outputs (with 14 gcc spills its loop state around the blocks and
+    loses more than the extra input register gains); 14 for 6 (one input register more).
+    """
+    return 14 if n >= 6 else 13
+
+
+def _asm_ok(plan: Plan, n: int, ahead: int = 0) -> bool:
+    """The hand-scheduled step applies: mode 3 with SSAT's clamp only, immediates in range
+    (``ahead`` more steps of ``plan.no`` outputs folded into the offsets)."""
+    p, rc = plan.p, plan.rc
+    # mode 2 too when out_zp == act_min == -128 (its rounding of negatives cannot matter then)
+    if not (plan.mode == UNIFORM or (plan.mode == 2 and p.out_zp <= p.act_min)):
+        return False
+    if p.act_min != -128 or (ahead * plan.no + n - 1) * p.out_c > 4095:
+        return False
+    last = max(op[2] for op in rc.ops)
+    if ((p.k_h - 1) * p.dil_h * plan.pw + 2 * last + ahead * plan.no * p.stride_w) * 2 > 4095:
+        return False
+    temps = 2 if plan.mode == UNIFORM else 3  # the requantization's constants
+    # accumulators, weight registers and >= 1 input word, row / wb / o / bias
+    return n + max(len(rc.regs) + 1, temps) + 4 <= asm_regs(n)
+
+
+def _step_asm(plan: Plan, n: int, ahead: int = 0) -> str:
+    """The step of :func:`_step` as one inline-asm block (modes 3 and 2), scheduled by hand.
+
+    why: gcc interleaves the loads with the multiplies (a load after a multiply costs 2 cycles,
+    back-to-back loads 1) and spills accumulators of 4-5 outputs. Here each row loads its
+    weight registers and as many input words as registers allow in one group, then runs its
+    multiplies; the first multiply of each accumulator adds the bias (no MOVs); the
+    requantization is SMMLA, SSAT with the layer's immediate shift, STRB (mode 3) or SMMLAR,
+    ASR, SSAT, STRB (mode 2). Weights, then the channel's record (m, Ra / m, r, half) come
+    from wb. ``ahead``: the step ``ahead`` steps of
+    ``plan.no`` outputs after ``row`` / ``o``, folded into the immediate offsets.
+    """
+    p, rc = plan.p, plan.rc
+    row_at = ahead * plan.no * p.stride_w * 2
+    o_at = ahead * plan.no * p.out_c
+    nr = len(rc.regs)
+    ops = [op for op in rc.ops if op[0] < n]
+    regs = sorted({op[3] for op in ops})
+    nx = asm_regs(n) - 4 - n - len(regs)  # registers for input words
+    temps = len(regs) + nx  # >= 3 (checked by _asm_ok)
+    asm: list[str] = []
+    started: set[int] = set()
+    for ky in range(p.k_h):
+        base = ky * p.dil_h * plan.pw * 2 + row_at  # bytes
+        wreg = {r: f"%[t{i}]" for i, r in enumerate(regs)}
+        free = [f"%[t{i}]" for i in range(len(regs), temps)]
+        order = sorted(ops, key=lambda op: op[2])
+        loads = [f"ldr {wreg[r]}, [%[wb], #{4 * (ky * nr + r)}]" for r in regs]
+        held: dict[int, str] = {}
+        pending = sorted({op[2] for op in order})
+        i = 0
+        while i < len(order):
+            word = order[i][2]
+            if word not in held:
+                # release words no remaining op needs, then load the next words as a group
+                for wd in list(held):
+                    if all(op[2] != wd for op in order[i:]):
+                        free.append(held.pop(wd))
+                while free and pending:
+                    wd = pending.pop(0)
+                    held[wd] = free.pop(0)
+                    loads.append(f"ldr {held[wd]}, [%[row], #{base + 4 * wd}]")
+                asm += loads
+                loads = []
+            k, kind, wd, r = order[i]
+            acc_in = f"%[a{k}]" if k in started else "%[bias]"
+            started.add(k)
+            mnem = "smlad" if kind == "d" else f"smla{kind}"
+            asm.append(f"{mnem} %[a{k}], {held[wd]}, {wreg[r]}, {acc_in}")
+            i += 1
+    m_at = 4 * p.k_h * nr
+    if plan.mode == UNIFORM:
+        asm += [f"ldr %[t0], [%[wb], #{m_at}]", f"ldr %[t1], [%[wb], #{m_at + 4}]"]
+        asm += [f"smmla %[a{k}], %[a{k}], %[t0], %[t1]" for k in range(n)]
+        asm += [f"ssat %[a{k}], #8, %[a{k}], asr #{plan.big_r}" for k in range(n)]
+    else:
+        # mode 2: (SMMULR(2 acc, m) + half) >> r, one SMMLAR; the per-channel shift r is a
+        # register (t1), the sign correction is dropped (out_zp == act_min, see _asm_ok)
+        asm += [f"ldr %[t{i}], [%[wb], #{m_at + 4 * i}]" for i in range(3)]
+        asm += [f"smmlar %[a{k}], %[a{k}], %[t0], %[t2]" for k in range(n)]
+        asm += [f"asr %[a{k}], %[a{k}], %[t1]" for k in range(n)]
+        asm += [f"ssat %[a{k}], #8, %[a{k}]" for k in range(n)]
+    asm += [f"strb %[a{k}], [%[o], #{o_at + k * p.out_c}]" for k in range(n)]
+    outs = [f'[a{k}] "=&r"(a{k})' for k in range(n)] + [
+        f'[t{i}] "=&r"(t{i})' for i in range(temps)]
+    body = "\n".join(f'                "{line}\\n\\t"' for line in asm)
+    return (
+        "        {\n"
+        f"            int32_t {', '.join(f'a{k}' for k in range(n))};\n"
+        f"            uint32_t {', '.join(f't{i}' for i in range(temps))};\n"
+        "            __asm__ volatile(\n" + body + "\n"
+        f"                : {', '.join(outs)}\n"
+        '                : [row] "r"(row), [wb] "r"(wb), [o] "r"(o), [bias] "r"(bias)\n'
+        '                : "memory");\n'
+        "        }"
+    )
+
+
+def _step_any(plan: Plan, n: int) -> str:
+    """The asm step on ARMv7E-M where it applies, else (and on hosts) the C step."""
+    if not _asm_ok(plan, n):
+        return _step(plan, n)
+    return ("#if FAST_HAVE_DSP\n" + _step_asm(plan, n) + "\n#else\n" + _step(plan, n)
+            + "\n#endif")
+
+
+def _steps(plan: Plan) -> str:
+    """C: one output row's steps (``row``, ``o`` at its start; they advance)."""
+    p = plan.p
+    nsteps, rest = divmod(p.out_w, plan.no)
+    adv_row, adv_o = plan.no * p.stride_w, plan.no * p.out_c
+    out = ""
+    if nsteps >= 2 and _asm_ok(plan, plan.no, 1):
+        # two steps a trip, the second one's offsets folded into its immediates: half the
+        # loop overhead (add, add, cmp, taken branch) per step
+        out += (f"            for (int s = 0; s < {nsteps // 2}; s++, row += {2 * adv_row}, "
+                f"o += {2 * adv_o}) {{\n#if FAST_HAVE_DSP\n"
+                + _step_asm(plan, plan.no) + "\n" + _step_asm(plan, plan.no, 1)
+                + "\n#else\n" + _step(plan, plan.no) + f"\n        row += {adv_row}, "
+                f"o += {adv_o};\n" + _step(plan, plan.no) + f"\n        row -= {adv_row}, "
+                f"o -= {adv_o};\n#endif\n            }}\n")
+        if nsteps % 2:
+            out += (_step_any(plan, plan.no) + f"\n            row += {adv_row}, "
+                    f"o += {adv_o};\n")
+    elif nsteps:
+        out += (f"            for (int s = 0; s < {nsteps}; s++, row += {adv_row}, "
+                f"o += {adv_o})\n" + _step_any(plan, plan.no) + "\n")
+    if rest:
+        out += _step_any(plan, rest) + "\n"
+    return out
+
+
+def _gather1(p: ConvParams, pw: int) -> str:
+    """C: one channel's plane from NHWC (src = in + c) into a plane interior (d0).
+
+    Per two pixels: two LDRSB (grouped, they pipeline), one PKHBT, one STR.
+    """
+    c, w = p.in_c, p.in_w
+    body = []
+    for i in range(0, w - 1, 2):
+        body.append(f"        fast_store32(d0 + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));")
+    if w % 2:
+        body.append(f"        d0[{w - 1}] = s[{(w - 1) * c}];")
+    return ("static void @P@_gather1(const int8_t *src, int16_t *d0)\n{\n"
+            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, d0 += {pw}) {{\n"
+            "        const int8_t *s = src;\n" + "\n".join(body) + "\n    }\n}\n")
+
+
+def _gather2(p: ConvParams, pw: int) -> str:
+    """C: the planes of channels c, c+1 (src = in + c) into two plane interiors (d0, d1).
+
+    Per two pixels: two LDRH (channels c, c+1 of each), one ORR, SXTB16 and SXTB16 ROR 8
+    split them into the pairs (x_c[p], x_c[p+1]) and (x_c1[p], x_c1[p+1]), two STR: about
+    1.9 cycles an input instead of ~5 for a byte loop. Rows of up to 16 pixels are unrolled.
+    """
+    c, w = p.in_c, p.in_w
+    # pixels per loop trip (even unless it is the whole row)
+    chunk = w if w <= 16 else (16 if 15 * c <= 4095 else 8)
+
+    def pair_c(i: int, ind: str) -> str:
+        return (f"{ind}{{\n{ind}    const uint32_t v = dwk_ld16(s + {i * c}) | "
+                f"(dwk_ld16(s + {(i + 1) * c}) << 16);\n"
+                f"{ind}    fast_store32(d0 + {i}, fast_sxtb16(v));\n"
+                f"{ind}    fast_store32(d1 + {i}, dwk_sxtb16_ror8(v));\n{ind}}}")
+
+    def quad_asm(i: int, ind: str) -> str:
+        # why asm: gcc puts each pair's stores between the loads; grouped, the four LDRH
+        # pipeline (5 cycles) and no store is followed by a load: 15 cycles for 8 inputs
+        lines = [f"ldrh %[t{j}], [%[s], #{(i + j) * c}]" for j in range(4)] + [
+            "orr %[t0], %[t0], %[t1], lsl #16", "orr %[t2], %[t2], %[t3], lsl #16",
+            "sxtb16 %[t1], %[t0]", "sxtb16 %[t0], %[t0], ror #8",
+            "sxtb16 %[t3], %[t2]", "sxtb16 %[t2], %[t2], ror #8",
+            f"str %[t1], [%[d0], #{2 * i}]", f"str %[t3], [%[d0], #{2 * i + 4}]",
+            f"str %[t0], [%[d1], #{2 * i}]", f"str %[t2], [%[d1], #{2 * i + 4}]"]
+        body = "\n".join(f'{ind}    "{line}\\n\\t"' for line in lines)
+        return (f"{ind}{{\n{ind}    uint32_t t0, t1, t2, t3;\n{ind}    __asm__ volatile(\n"
+                + body + f'\n{ind}        : [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2), '
+                f'[t3] "=&r"(t3)\n{ind}        : [s] "r"(s), [d0] "r"(d0), [d1] "r"(d1)\n'
+                f'{ind}        : "memory");\n{ind}}}')
+
+    def pixels(n: int, ind: str) -> list[str]:
+        out = []
+        i = 0
+        while i + 1 < n:
+            if i + 3 < n and (i + 3) * c <= 4095 and 2 * i + 4 <= 4095:
+                out.append(f"#if FAST_HAVE_DSP\n{quad_asm(i, ind)}\n#else\n{pair_c(i, ind)}\n"
+                           f"{pair_c(i + 2, ind)}\n#endif")
+                i += 4
+            else:
+                out.append(pair_c(i, ind))
+                i += 2
+        if n % 2:
+            i = n - 1
+            out.append(f"{ind}{{\n{ind}    const uint32_t v = dwk_ld16(s + {i * c});\n"
+                       f"{ind}    d0[{i}] = (int16_t)fast_sxtb16(v);\n"
+                       f"{ind}    d1[{i}] = (int16_t)dwk_sxtb16_ror8(v);\n{ind}}}")
+        return out
+
+    body = []
+    loops, rest = divmod(w, chunk)
+    if loops > 1:
+        body.append(f"        for (int k = 0; k < {loops}; k++, s += {chunk * c}, d0 += {chunk}, "
+                    f"d1 += {chunk}) {{")
+        body += pixels(chunk, "            ")
+        body.append("        }")
+    else:
+        body += pixels(chunk, "        ")
+        if rest:
+            body.append(f"        s += {chunk * c}, d0 += {chunk}, d1 += {chunk};")
+    body += pixels(rest, "        ")
+    return ("static void @P@_gather2(const int8_t *src, int16_t *p0, int16_t *p1)\n{\n"
+            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, p0 += {pw}, "
+            f"p1 += {pw}) {{\n"
+            "        const int8_t *s = src;\n        int16_t *d0 = p0, *d1 = p1;\n"
+            + "\n".join(body) + "\n    }\n}\n")
+
+
+def generate(plan: Plan) -> str:
+    """The layer's C: gathers, per-channel weight widening and the unrolled steps."""
+    p, rc = plan.p, plan.rc
+    pw = plan.pw
+    sc = {UNIFORM: "q[3]", 0: "0"}.get(plan.mode, "1")
+    taps = p.k_h * p.k_w
+    wide = []
+    for ky in range(p.k_h):
+        for r, (lo, hi) in enumerate(rc.regs):
+            lo_s = f"wk[{ky * p.k_w + lo}]" if lo is not None else "0"
+            hi_s = f"wk[{ky * p.k_w + hi}]" if hi is not None else "0"
+            wide.append(f"        wb[{ky * len(rc.regs) + r}] = dwk_wpair({lo_s}, {hi_s}, sc);")
+    zp16 = (p.in_zp & 0xFFFF) * 0x10001
+    steps = _steps(plan)
+    chan = (
+        "/* the depth-multiplier output channels of input channel c from its plane */\n"
+        "static void __attribute__((noinline)) @P@_chan(int c, const int16_t *plane, "
+        "int8_t *out)\n{\n"
+        f"    for (int m = 0; m < {plan.mult}; m++) {{\n"
+        f"        const int oc = c * {plan.mult} + m;\n"
+        f"        const int32_t *q = @P@_quant + 4 * oc;\n"
+        f"        const int8_t *wk = @P@_w + {taps} * oc;\n"
+        f"        const int32_t sc = {sc};\n"
+        f"        uint32_t wb[{p.k_h * len(rc.regs) + 3}];\n"
+        + "\n".join(wide) + "\n"
+        "        const int32_t bias = q[0], q1 = q[1], q2 = q[2], q3 = q[3];\n"
+        f"        wb[{p.k_h * len(rc.regs)}] = (uint32_t)q1; /* the record: for the asm steps */\n"
+        f"        wb[{p.k_h * len(rc.regs) + 1}] = (uint32_t)q2;\n"
+        f"        wb[{p.k_h * len(rc.regs) + 2}] = (uint32_t)q3;\n"
+        "        (void)q3;\n"
+        f"        for (int oy = 0; oy < {p.out_h}; oy++) {{\n"
+        f"            const int16_t *row = plane + oy * {p.stride_h * pw};\n"
+        f"            int8_t *o = out + oc + oy * {p.out_w * p.out_c};\n"
+        + steps.replace("\n    ", "\n") + "        }\n    }\n}\n"
+    )
+    off = p.pad_t * pw + p.pad_l
+    size = plan.ph * pw
+    if plan.planes == 2:
+        loop = (f"    for (int c = 0; c + 1 < {p.in_c}; c += 2) {{\n"
+                f"        @P@_gather2(in + c, plane + {off}, plane + {size + off});\n"
+                f"        @P@_chan(c, plane, out);\n"
+                f"        @P@_chan(c + 1, plane + {size}, out);\n    }}\n")
+        if p.in_c % 2:
+            loop += (f"    @P@_gather1(in + {p.in_c - 1}, plane + {off});\n"
+                     f"    @P@_chan({p.in_c - 1}, plane, out);\n")
+        gathers = _gather2(p, pw) + (_gather1(p, pw) if p.in_c % 2 else "")
+    else:
+        loop = (f"    for (int c = 0; c < {p.in_c}; c++) {{\n"
+                f"        @P@_gather1(in + c, plane + {off});\n"
+                f"        @P@_chan(c, plane, out);\n    }}\n")
+        gathers = _gather1(p, pw)
+    return (
+        gathers + chan
+        + "static void @P@_dw(const int8_t *in, int8_t *out, int16_t *plane)\n{\n"
+        "    { /* the zero-point borders, once: the gathers rewrite the interiors only */\n"
+        "        uint32_t *pz = (uint32_t *)(void *)plane;\n"
+        f"        for (int i = 0; i < {plan.planes * size // 2}; i++) {{\n"
+        f"            pz[i] = {zp16}u;\n        }}\n    }}\n"
+        + loop + "}\n"
+    )
+
+
+def dw_supported(node: Node, graph: Graph) -> bool:
+    """int8 depthwise (groups == Cin, weights [Cin*M, KH, KW, 1]) whose plane fits."""
+    if not is_int8(node, graph) or len(node.inputs) < 2:
+        return False
+    x = graph.tensor(node.inputs[0])
+    w = graph.tensor(node.inputs[1])
+    y = graph.tensor(node.outputs[0])
+    cin = x.shape[3]
+    if int(node.attr("groups", 1)) != cin or w.shape[3] != 1:
+        return False
+    if w.shape[0] != y.shape[3] or y.shape[3] % cin or w.data is None:
+        return False
+    if w.shape[1] * w.shape[2] > MAX_TAPS or x.shape[0] != 1:
+        return False
+    p = conv_params(node, graph)
+    ph, pw = plane_shape(p)
+    return ph * pw * 2 <= MAX_PLANE_BYTES
+
+
+class DepthwiseConv:
+    """Depthwise conv per channel on an int16 zero-point-bordered plane, SMLAD tap pairs."""
+
+    op = "Conv2D"
+    priority = 30  # above fast_dwconv_s8 (10) and the portable edgenn_dwconv_s8 (0)
+    name = "depthwise_s8"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        return core.has_dsp and dw_supported(node, graph)
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        p = conv_params(node, graph)
+        plan = plan_layer(p)
+        w = p.w.reshape(p.w.shape[0], -1)
+        return KernelCall(
+            call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
+            sources=("depthwise.h",),
+            arrays=(CArray("w", "int8_t", w), CArray("quant", "int32_t", plan.records)),
+            scratch_bytes=plan.scratch_bytes,
+            kernel_name=self.name,
+            code=generate(plan),
+            comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
+            f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, depthwise int16 plane, "
+            f"{plan.no} outputs a step (requant mode {plan.mode})",
+        )
+
+
+register_kernel(DepthwiseConv())
