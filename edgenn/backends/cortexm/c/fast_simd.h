@@ -13,8 +13,14 @@
 #define FAST_HAVE_DSP 1
 FAST_INLINE int32_t fast_smlad(uint32_t x, uint32_t y, int32_t acc) { return __smlad(x, y, acc); }
 FAST_INLINE uint32_t fast_sxtb16(uint32_t x) { return __sxtb16(x); }
-/* sign-extend bytes 1 and 3 (SXTB16 with ROR #8: one instruction) */
-FAST_INLINE uint32_t fast_sxtb16_ror8(uint32_t x) { return __sxtb16((x >> 8) | (x << 24)); }
+/* sign-extend bytes 1 and 3: one SXTB16 with ROR #8 (gcc turns the C rotate into a separate
+ * ROR, so the rotation is spelled out) */
+FAST_INLINE uint32_t fast_sxtb16_ror8(uint32_t x)
+{
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
 FAST_INLINE int32_t fast_ssat8(int32_t v) { return __ssat(v, 8); }
 /* (a * b + 2^31) >> 32 */
 FAST_INLINE int32_t fast_smmulr(int32_t a, int32_t b)
