@@ -1,0 +1,162 @@
+"""Fast int8 AvgPool2D and Mean for DSP cores: SXTAB16 window sums, no division instruction.
+
+The C side is ``c/pool_simd.c`` / ``.h``. Any channel count (16 channels per pass in eight
+SXTAB16 accumulators, then 4, then single channels), any window, stride and padding (windows
+clipped at the borders as TFLite Micro's reference AveragePool; ``count_include_pad`` only
+without padding, where it changes nothing). The average is TFLite's ``(s +- n/2) / n`` with
+truncation, i.e. rounding half away from zero; the kernel replaces the division with
+``umulhi(s + bias + (s < 0 ? fix : 0), magic) - 256``, and :func:`avg_records` checks that
+identity here on every sum a window of n int8 taps can produce, for every window size n that
+occurs (a layer whose check fails is left to the portable kernel). Windows wider than 256
+taps in one row are refused (a pass sums at most 256 taps in 16-bit lanes). The fused
+activation clamps, and the requantization TFLite applies when input and output quantization
+differ is appended as in the portable kernel.
+
+Global pools (one window over the whole input, at most 256 taps) get a function generated per
+layer (``ps_global_pool`` in ``pool_simd.h``: channel and tap counts and the division
+constants as immediates, two taps per iteration with back-to-back loads). Mean over H and W
+(the other way TFLite writes a global average) uses the same code with TFLite's exact
+requantization of ``sum - in_zp * count`` per channel instead of the division.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.pooling import requant_tail
+from edgenn.backends.cortexm.targets import Core
+from edgenn.backends.ref.kernels.pooling import div_round_half_away, in_bounds_counts
+from edgenn.ir import Graph, Node
+
+OFFSET = 256  # POOL_SIMD_OFFSET: the bias makes s + OFFSET * n non-negative
+MAX_PASS = 256  # POOL_SIMD_MAX_PASS: taps per pass in 16-bit lanes
+
+
+@functools.lru_cache(maxsize=256)
+def count_record(n: int) -> tuple[int, int, int, int] | None:
+    """{n, magic, bias, fix} for windows of n taps, or None if the identity fails somewhere."""
+    if n <= 0:
+        return None
+    magic = -(-(1 << 32) // n)
+    bias = n // 2 + OFFSET * n
+    if magic >= 1 << 32:  # n == 1: umulhi(x, 2^32 - 1) = x - 1 for 0 < x < 2^32
+        magic, bias = (1 << 32) - 1, bias + 1
+    fix = -1 if n % 2 == 0 else 0
+    s = np.arange(-128 * n, 127 * n + 1, dtype=np.int64)
+    x = s + bias + np.where(s < 0, fix, 0)
+    if x.min() < 0 or x.max() >= 1 << 32:
+        return None
+    got = ((x * magic) >> 32) - OFFSET
+    if not np.array_equal(got, div_round_half_away(s, np.full_like(s, n))):
+        return None
+    return n, magic, bias, fix
+
+
+def _counts(node: Node, graph: Graph) -> set[int]:
+    layer = ref_layer(node, graph)
+    _, h, w, _ = graph.tensor(node.inputs[0]).shape
+    ch = in_bounds_counts(h, layer.kernel[0], layer.strides[0], layer.pads[0], layer.oh)
+    cw = in_bounds_counts(w, layer.kernel[1], layer.strides[1], layer.pads[1], layer.ow)
+    return {int(a) * int(b) for a in ch for b in cw}
+
+
+def avg_records(node: Node, graph: Graph) -> np.ndarray | None:
+    """[k, 4] records of the window sizes that occur, or None if one is not proven.
+
+    The magic is an unsigned 32-bit value (stored as int32 with wrap-around, read as uint32).
+    """
+    recs = [count_record(n) for n in sorted(_counts(node, graph))]
+    if any(r is None for r in recs):
+        return None
+    return np.array(recs, np.int64).reshape(-1, 4)
+
+
+def global_pool_code(c: int, taps: int, final: str) -> str:
+    """The per-layer function ``@P@_gap(in, out)``: ps_global_pool with constants."""
+    return ("static void @P@_gap(const int8_t *in, int8_t *out)\n{\n"
+            f"    const ps_final_t f = {final};\n"
+            f"    ps_global_pool(in, out, {c}, {taps}, f);\n}}\n")
+
+
+class AvgPoolSimd:
+    """AvgPool2D with SXTAB16 sums and a multiply for the division (cores with DSP)."""
+
+    op = "AvgPool2D"
+    priority = 30
+    name = "pool_simd_avg_s8"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        if not core.has_dsp or not is_int8(node, graph):
+            return False
+        n, _, w, _ = graph.tensor(node.inputs[0]).shape
+        layer = ref_layer(node, graph)
+        if n != 1 or min(layer.kernel[1], w) > MAX_PASS:
+            return False
+        if node.attr("count_include_pad", False) and any(layer.pads):
+            return False
+        return avg_records(node, graph) is not None
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        layer = ref_layer(node, graph)
+        _, h, w, c = graph.tensor(node.inputs[0]).shape
+        records = avg_records(node, graph)
+        assert records is not None
+        tail = requant_tail(layer, "{out0}", layer.oh * layer.ow * c)
+        comment = f"{h}x{w}x{c} -> {layer.oh}x{layer.ow}x{c}, SXTAB16 sums"
+        if layer.oh == layer.ow == 1 and records.shape[0] == 1 and records[0, 0] == h * w \
+                and h * w <= MAX_PASS:
+            # global average: one window over every pixel, specialised with constants
+            taps, magic, bias, fix = (int(v) for v in records[0])
+            act = int(layer.lo > -128 or layer.hi < 127)
+            final = (f"{{{magic}u, {bias}, {fix}, {act}, {layer.lo}, {layer.hi}, "
+                     "0, 0, 0, 0, 0}")
+            code = global_pool_code(c, taps, final)
+            return KernelCall("{prefix}_gap({in0}, {out0});" + tail, ("pool_simd.h",
+                                                                      "edgenn_unary_s8.c"),
+                              kernel_name="pool_simd_gap_s8", comment=comment + ", global",
+                              code=code)
+        geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
+                        layer.pads[0], layer.pads[1])
+        call = (f"pool_simd_avg_s8({{in0}}, {{out0}}, {{scratch}}, {geometry}, {{records}}, "
+                f"{args(layer.lo, layer.hi)});" + tail)
+        return KernelCall(call, ("pool_simd.c", "edgenn_unary_s8.c"),
+                          (CArray("records", "int32_t", i32(records)),),
+                          # the int32 row of sums only serves windows summed in passes
+                          scratch_bytes=4 * c if int(records[:, 0].max()) > MAX_PASS else 0,
+                          kernel_name=self.name, comment=comment)
+
+
+register_kernel(AvgPoolSimd())
+
+
+class MeanSimd:
+    """Mean over H and W of an NHWC tensor (<= 256 pixels): SXTAB16 sums, TFLite requant."""
+
+    op = "Mean"
+    priority = 30
+    name = "pool_simd_mean_s8"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        if not core.has_dsp or not is_int8(node, graph):
+            return False
+        shape = graph.tensor(node.inputs[0]).shape
+        if len(shape) != 4 or shape[0] != 1 or shape[1] * shape[2] > MAX_PASS:
+            return False
+        return tuple(ref_layer(node, graph).axes) == (1, 2)
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        layer = ref_layer(node, graph)
+        _, h, w, c = graph.tensor(node.inputs[0]).shape
+        # why no proof needed: the exact requantization (fast_requant) of the int32 sum
+        final = (f"{{0u, 0, 0, 0, -128, 127, 1, {layer.in_zp * layer.count}, {layer.mult}, "
+                 f"{layer.shift}, {layer.out_zp}}}")
+        return KernelCall("{prefix}_gap({in0}, {out0});", ("pool_simd.h",),
+                          kernel_name=self.name, comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
+                          code=global_pool_code(c, h * w, final))
+
+
+register_kernel(MeanSimd())
