@@ -1,0 +1,588 @@
+"""Fast int8 pointwise (1x1) Conv2D for DSP cores: generated, shape-specialised SMLAD code.
+
+A 1x1 convolution is a GEMM: out[p, c] = bias[c] + sum_k x[p, k] * w[c, k]. Per pair of output
+pixels the two input pixels are widened once (run time, ``c/pointwise.h``) into doubled int16
+pairs in SXTB16 order (a word b0 b1 b2 b3 gives (b0, b2), (b1, b3)), interleaved pixel by
+pixel in a small scratch. Then every group of 4 output channels runs a block of 2 pixels x 4
+channels = 8 accumulators, emitted here as inline assembly unrolled over this layer's Cin (any
+Cin: the pair list covers tails), followed by the requantization and the byte stores.
+
+Weights stay int8 (one word = 4 weights) and are split in registers with ONE SXTB16 per word:
+a word holds, for a k-pair (k0, k1) and a channel pair (A, B), the bytes
+``(wA[k0] + 128, wB[k0], wA[k1] + 128, wB[k1])``. SMLAD with the raw word multiplies the
+pixel pair by the halfwords ``256 * wB + (wA + 128)`` (exact signed 16-bit values), SMLAD with
+``SXTB16(word, ROR 8)`` by ``wB`` alone, so
+
+    accA = 256 * dotB + dotA + 128 * sum(x),     accB = dotB,
+    dotA = accA - (accB << 8) - 128 * sum(x)     (int32 wrap-around cancels exactly)
+
+The per-pixel term 128 * sum(x) is computed while widening; it and the biases enter the
+accumulators' initial values (``KA = bias_A + 256 * bias_B``). Per k-pair: 4 loads + 2 SXTB16
++ 8 SMLAD = 15 cycles for 16 MACs; 14 registers (8 accumulators, 2 pointers, 4 temporaries).
+
+Everything else is decided here and streamed from one flash array, in the order the block
+reads it: per channel group [KA0, KB1, KA2, KB3], the weight words, then per channel the
+requantization record {mult, half[, shift]}:
+
+* fast requantization (``fast_common.fast_requant_mode``, inputs doubled instead of weights):
+  ``SMMLAR(acc2, mult, half) >> r`` then SSAT, where half = 2^(r-1) + (out_zp << r); the
+  ``(h < 0)`` rounding correction is dropped when act_min >= out_zp (it can only move values
+  that clamp to act_min anyway);
+* channels whose weights are all zero are constants (folded at generation time with the
+  reference arithmetic: mult 0, half = value << r) so huge dead-channel biases cannot block the
+  fast path;
+* small layers unroll the channel groups too (shifts become SSAT immediates, no loop); large
+  ones loop over groups inside the assembly (two groups per iteration when blocks are short)
+  with the shift loaded per channel;
+* otherwise (mode 0) the block hands the doubled accumulators to TFLite's exact double
+  rounding in C.
+
+Code size is bounded: k-pairs beyond KP_UNROLL run as a loop over chunks, the widening loops
+over chunks of words for large Cin, the unrolled-groups form is used only under
+UNROLL_BUDGET instructions, and layers of identical shape share one function (see
+:func:`generate_code`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import is_int8
+from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
+from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
+from edgenn.backends.cortexm.targets import Core
+from edgenn.backends.ref.kernels.fixed_point import multiply_by_quantized_multiplier
+from edgenn.errors import EdgennError
+from edgenn.ir import Graph, Node
+
+MAX_CIN = 1016  # pixel-pair scratch addressed with 12-bit immediates: 8 + 8 * pairs <= 4095
+MAX_COUT = 4088  # second pixel's stores: strb [op, #Cout + c], 12-bit immediate
+UNROLL_BUDGET = 1600  # instructions of unrolled channel-group code allowed per layer
+KP_UNROLL = 64  # k-pairs emitted straight; beyond, a loop over chunks of KP_CHUNK k-pairs
+KP_CHUNK = 32  # (7 cycles of loop test per 480: code size stays bounded for large Cin)
+TWO_GROUP_KP = 32  # looped groups: two groups per iteration when blocks are this small
+FORCE_MODE: int | None = None  # tests: cap the requantization mode (0 = exact)
+GROUP = 4
+
+ACC = ("A0a", "B1a", "A2a", "B3a", "A0b", "B1b", "A2b", "B3b")
+
+
+def pair_plan(cin: int) -> list[tuple[int, int]]:
+    """Input index pairs (k0, k1) of the widened pixel, -1 for an absent (zero) element."""
+    pairs: list[tuple[int, int]] = []
+    nq, rem = divmod(cin, 4)
+    for q in range(nq):
+        pairs += [(4 * q, 4 * q + 2), (4 * q + 1, 4 * q + 3)]
+    b = 4 * nq
+    if rem == 1:
+        pairs.append((b, -1))
+    elif rem == 2:
+        pairs += [(b, -1), (b + 1, -1)]
+    elif rem == 3:
+        pairs += [(b, b + 2), (b + 1, -1)]
+    return pairs
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the generator decided for one layer."""
+
+    p: ConvParams
+    mode: int  # 0 exact, 1 fast + clamp at act_min, 2 fast (SSAT alone)
+    const: np.ndarray  # bool per channel: all-zero weights, output folded to a constant
+    bias: np.ndarray  # int64 per channel: the bias the block adds (0 / folded constants)
+    mult: np.ndarray
+    shift: np.ndarray  # fast: right shift r >= 1; exact: TFLite shift
+    half: np.ndarray
+    sign: bool  # the (h < 0) rounding correction is needed
+    unroll: bool  # channel groups unrolled (immediate shifts)
+
+    @property
+    def kp(self) -> int:
+        return len(pair_plan(self.p.in_c))
+
+    @property
+    def groups(self) -> int:
+        return -(-self.p.out_c // GROUP)
+
+
+def _exact_out(p: ConvParams, acc: np.ndarray) -> np.ndarray:
+    v = multiply_by_quantized_multiplier(acc, p.mult.astype(np.int64), p.shift.astype(np.int64))
+    return np.clip(np.asarray(v, np.int64) + p.out_zp, p.act_min, p.act_max)
+
+
+def _bound_ok(w: np.ndarray, bias: np.ndarray) -> bool:
+    """|2 acc| < 2^31 for every int8 input (the doubled accumulator cannot wrap)."""
+    w_abs = np.abs(w.reshape(w.shape[0], -1).astype(np.int64)).sum(axis=1)
+    return bool(np.all(2 * (np.abs(bias) + 128 * w_abs) < 2**31))
+
+
+def make_plan(p: ConvParams, force_mode: int | None = None,
+              unroll: bool | None = None) -> Plan | None:
+    """The layer's plan, or None when the doubled accumulator could overflow."""
+    cout = p.out_c
+    w = p.w.reshape(cout, -1).astype(np.int64)
+    const = ~np.any(w != 0, axis=1)
+    folded = np.asarray(p.bias_folded, np.int64)
+    cval = _exact_out(p, folded)  # the constant channels' outputs (weights all zero)
+    live = ~const
+    if p.act_max != 127:
+        mode = 0
+    elif live.any():
+        mode = fast_requant_mode(p.w[live], folded[live], p.shift[live], p.mult[live],
+                                 p.out_zp, p.act_min, p.act_max)
+    else:
+        mode = 2 if p.act_min == -128 else 1
+    if force_mode is not None:
+        mode = min(mode, force_mode)
+    mult = np.asarray(p.mult, np.int64).copy()
+    shift = np.asarray(p.shift, np.int64).copy()
+    bias = np.where(const, 0, folded)
+    if mode:
+        r = np.where(const, 1, -shift)
+        mult[const] = 0
+        half = np.where(const, cval << 1, (1 << (r - 1)) + (p.out_zp << r))
+        shift = r
+    else:
+        # exact: a constant channel is acc = value - zp with mult 0.5 (2^30) and shift 1
+        bias = np.where(const, cval - p.out_zp, folded)
+        mult[const] = 1 << 30
+        shift[const] = 1
+        half = np.zeros(cout, np.int64)
+    if not _bound_ok(p.w, bias):
+        return None
+    kp = len(pair_plan(p.in_c))
+    groups = -(-cout // GROUP)
+    if unroll is None:
+        unroll = bool(mode) and groups * (50 + 14 * min(kp, KP_UNROLL)) <= UNROLL_BUDGET
+    if cout < GROUP:
+        unroll = True  # no full group to loop over
+    if 2 * cout + GROUP > 4095:
+        unroll = False  # unrolled stores address out + 4g + Cout + c with 12-bit immediates
+    return Plan(p, mode, const, bias, mult, shift, half,
+                sign=bool(mode) and p.act_min < p.out_zp, unroll=bool(unroll and mode))
+
+
+def _u32(v: int) -> int:
+    return int(v) & 0xFFFFFFFF
+
+
+def pack_stream(plan: Plan) -> np.ndarray:
+    """uint32 words in the order the block reads them (see the module docstring)."""
+    p = plan.p
+    cout, cin = p.out_c, p.in_c
+    pairs = pair_plan(cin)
+    w = p.w.reshape(cout, cin).astype(np.int64)
+    out: list[int] = []
+    for g in range(plan.groups):
+        chans = [4 * g + i for i in range(GROUP)]
+
+        def wcol(c: int, k: int) -> int:
+            return int(w[c, k]) if c < cout and k >= 0 else 0
+
+        b2 = [2 * int(plan.bias[c]) if c < cout else 0 for c in chans]
+        out += [_u32(b2[0] + 256 * b2[1]), _u32(b2[1]), _u32(b2[2] + 256 * b2[3]), _u32(b2[3])]
+        for k0, k1 in pairs:
+            for a, b in ((chans[0], chans[1]), (chans[2], chans[3])):
+                byts = [(wcol(a, k0) + 128) & 0xFF, wcol(b, k0) & 0xFF,
+                        (wcol(a, k1) + 128) & 0xFF, wcol(b, k1) & 0xFF]
+                out.append(byts[0] | byts[1] << 8 | byts[2] << 16 | byts[3] << 24)
+        if plan.mode:
+            for c in chans:
+                if c >= cout:
+                    continue
+                out += [_u32(plan.mult[c]), _u32(plan.half[c])]
+                if not plan.unroll and c < GROUP * (cout // GROUP):
+                    out.append(_u32(plan.shift[c]))  # looped full groups load the shift
+    return np.asarray(out, np.uint32)
+
+
+# ---- generated C / assembly --------------------------------------------------------------
+
+
+def _op(name: str) -> str:
+    return f"%[{name}]"
+
+
+def _init(reload_xp: bool) -> list[str]:
+    a = [_op(n) for n in ACC]
+    xp, wp, u, v = _op("xp"), _op("wp"), _op("u"), _op("v")
+    lines = [f"ldr {xp}, %[scrm]"] if reload_xp else []
+    lines += [f"ldr {a[0]}, [{wp}], #4", f"ldr {a[1]}, [{wp}], #4",
+              f"ldr {a[2]}, [{wp}], #4", f"ldr {a[3]}, [{wp}], #4",
+              f"ldr {u}, [{xp}]", f"ldr {v}, [{xp}, #4]",
+              f"sub {a[4]}, {a[0]}, {v}", f"sub {a[6]}, {a[2]}, {v}",
+              f"sub {a[0]}, {a[0]}, {u}", f"sub {a[2]}, {a[2]}, {u}"]
+    return lines
+
+
+def _kpairs(kp: int, seeded: bool = False) -> list[str]:
+    A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b = (_op(n) for n in ACC)
+    xp, wp, xa, xb, u, v = (_op(n) for n in ("xp", "wp", "xa", "xb", "u", "v"))
+    lines: list[str] = []
+    for j in range(kp):
+        off = 8 + 8 * j
+        lines += [f"ldr {xa}, [{xp}, #{off}]", f"ldr {xb}, [{xp}, #{off + 4}]",
+                  f"ldr {u}, [{wp}], #4", f"ldr {v}, [{wp}], #4",
+                  f"smlad {A0a}, {xa}, {u}, {A0a}", f"smlad {A0b}, {xb}, {u}, {A0b}",
+                  f"sxtb16 {u}, {u}, ror #8"]
+        if j == 0 and not seeded:  # the b pixel's B accumulators start from pixel a's bias
+            lines += [f"smlad {B1b}, {xb}, {u}, {B1a}", f"smlad {B1a}, {xa}, {u}, {B1a}"]
+        else:
+            lines += [f"smlad {B1a}, {xa}, {u}, {B1a}", f"smlad {B1b}, {xb}, {u}, {B1b}"]
+        lines += [f"smlad {A2a}, {xa}, {v}, {A2a}", f"smlad {A2b}, {xb}, {v}, {A2b}",
+                  f"sxtb16 {v}, {v}, ror #8"]
+        if j == 0 and not seeded:
+            lines += [f"smlad {B3b}, {xb}, {v}, {B3a}", f"smlad {B3a}, {xa}, {v}, {B3a}"]
+        else:
+            lines += [f"smlad {B3a}, {xa}, {v}, {B3a}", f"smlad {B3b}, {xb}, {v}, {B3b}"]
+    return lines
+
+
+def _mac(kp: int) -> list[str]:
+    """The k-pairs of one block: straight for small Cin, else a prologue + chunk loop.
+
+    The loop advances xp by a chunk of pairs and compares it with ``xend`` (memory): at the
+    end of a chunk the temporaries are free, so no register is reserved for the count.
+    """
+    if kp <= KP_UNROLL:
+        return _kpairs(kp)
+    first = kp % KP_CHUNK  # the remainder runs first; its first pair seeds pixel b's B accs
+    xp, u = _op("xp"), _op("u")
+    if first:
+        lines = _kpairs(first) + [f"add {xp}, {xp}, #{8 * first}"]
+    else:
+        lines = [f"mov {_op('B1b')}, {_op('B1a')}", f"mov {_op('B3b')}, {_op('B3a')}"]
+    return (lines + ["2:"] + _kpairs(KP_CHUNK, seeded=True)
+            + [f"add {xp}, {xp}, #{8 * KP_CHUNK}", f"ldr {u}, %[xendm]", f"cmp {xp}, {u}",
+               "bne 2b"])
+
+
+def _untangle() -> list[str]:
+    """accA -= accB << 8: the even channels' true (doubled) accumulators."""
+    A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b = (_op(n) for n in ACC)
+    return [f"sub {A0a}, {A0a}, {B1a}, lsl #8", f"sub {A0b}, {A0b}, {B1b}, lsl #8",
+            f"sub {A2a}, {A2a}, {B3a}, lsl #8", f"sub {A2b}, {A2b}, {B3b}, lsl #8"]
+
+
+def _clamp_lo(x: str, lo: int) -> list[str]:
+    if lo >= 0:
+        return [f"cmp {x}, #{lo}", "it lt", f"movlt {x}, #{lo}"]
+    return [f"cmn {x}, #{-lo}", "it lt", f"mvnlt {x}, #{-lo - 1}"]
+
+
+def _requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
+    """Requantize + store channels 0..nch-1 of the block at out + base (+ Cout for pixel b).
+
+    ``shifts`` None: each record carries its shift (looped groups); else SSAT immediates.
+    Records are loaded in back-to-back chains (1 cycle per load after the first) into
+    whatever registers are free: the 4 temporaries at first, then each finished channel's
+    record and accumulator registers.
+    """
+    p = plan.p
+    xp, wp = _op("xp"), _op("wp")
+    per = 2 if shifts is not None else 3  # record words per channel
+    pool = [_op(n) for n in ("xa", "xb", "u", "v")]
+    tmp = pool.pop() if plan.sign else ""  # the rounding-sign temporary
+    lines = _untangle() + [f"ldr {xp}, %[opm]"]
+    recs: dict[int, list[str]] = {}
+    nxt = 0  # next channel whose records are not loaded yet
+    for c in range(nch):
+        if c not in recs:  # one chain: as many whole channels as the free registers hold
+            while nxt < nch and len(pool) >= per:
+                recs[nxt] = [pool.pop(0) for _ in range(per)]
+                lines += [f"ldr {reg}, [{wp}], #4" for reg in recs[nxt]]
+                nxt += 1
+        rec = recs.pop(c)
+        m, h = rec[0], rec[1]
+        xs = (_op(ACC[c]), _op(ACC[4 + c]))
+        for x in xs:
+            if plan.sign:
+                lines += [f"add {tmp}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {tmp}"]
+            else:
+                lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        for x in xs:
+            if shifts is None:
+                lines += [f"asr {x}, {x}, {rec[2]}", f"ssat {x}, #8, {x}"]
+            else:
+                lines.append(f"ssat {x}, #8, {x}, asr #{shifts[c]}")
+            if plan.mode == 1:
+                lines += _clamp_lo(x, p.act_min)
+        lines += [f"strb {xs[0]}, [{xp}, #{base + c}]",
+                  f"strb {xs[1]}, [{xp}, #{p.out_c + base + c}]"]
+        pool += rec + list(xs)
+    return lines
+
+
+_OUTS = ", ".join(f'[{n}] "=&r"({n})' for n in ACC)
+
+
+def _asm(lines: list[str], extra_mem: str) -> str:
+    body = "".join(f'        "{ln}\\n\\t"\n' for ln in lines)
+    return (
+        "    __asm__ volatile(\n" + body
+        + f"        : {_OUTS},\n"
+        '          [xp] "+r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [xb] "=&r"(xb),\n'
+        '          [u] "=&r"(u), [v] "=&r"(v)' + extra_mem + "\n"
+        '        : [scrm] "m"(scr), [xendm] "m"(xend)\n'
+        '        : "cc", "memory");\n'
+    )
+
+
+def _fast_pair_asm(plan: Plan) -> str:
+    """One asm statement: all channel groups of one pixel pair (fast modes)."""
+    p = plan.p
+    cout = p.out_c
+    full = cout // GROUP
+    tail = cout - GROUP * full
+    kp = plan.kp
+    lines: list[str] = []
+    if plan.unroll:
+        for g in range(plan.groups):
+            nch = min(GROUP, cout - GROUP * g)
+            shifts = [int(plan.shift[GROUP * g + c]) for c in range(nch)]
+            lines += _init(reload_xp=g > 0) + _mac(kp) + _requant(plan, nch, GROUP * g, shifts)
+    else:
+        xp = _op("xp")
+        block = _init(reload_xp=True) + _mac(kp)
+        step = 2 if kp <= TWO_GROUP_KP else 1  # groups per loop iteration
+        if full % step:  # odd count: one group ahead of the two-group loop
+            lines += block + _requant(plan, GROUP, 0, None)
+            lines += [f"adds {xp}, {xp}, #4", f"str {xp}, %[opm]"]
+        if full >= step:
+            lines += ["1:"]
+            for i in range(step):
+                lines += block + _requant(plan, GROUP, GROUP * i, None)
+            lines += [f"adds {xp}, {xp}, #{GROUP * step}", f"str {xp}, %[opm]",
+                      f"ldr {_op('u')}, %[endm]", f"cmp {xp}, {_op('u')}", "bne 1b"]
+        if tail:
+            shifts = [int(plan.shift[GROUP * full + c]) for c in range(tail)]
+            lines += block + _requant(plan, tail, 0, shifts)
+    return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
+
+
+def _exact_group_asm(plan: Plan) -> str:
+    """One group's accumulators (doubled, untangled) handed to C (exact requantization)."""
+    lines = _init(reload_xp=True) + _mac(plan.kp) + _untangle()
+    return _asm(lines, ', [opm] "+m"(op)')
+
+
+WIDEN_UNROLL = 16  # input words widened straight per pixel; more: a loop of WIDEN_CHUNK
+WIDEN_CHUNK = 8
+
+
+def _widen_lines(plan: Plan, s: str, slot: int) -> list[str]:
+    """Assembly widening one pixel (base register ``s``) into pixel slot ``slot``.
+
+    Straight code for up to WIDEN_UNROLL input words, else a loop over chunks of WIDEN_CHUNK
+    words (5 cycles per 8 words, and the code stays small for large Cin).
+    """
+    cin = plan.p.in_c
+    nq, rem = divmod(cin, 4)
+    c, k, d, v0, v1, t, dd, e = (_op(n) for n in ("c", "k", "d", "v0", "v1", "t", "dd", "e"))
+
+    def word(v: str, q: int, dst: str) -> list[str]:
+        o = 8 + 16 * q + 4 * slot  # pairs 2q and 2q+1 of this slot
+        return [f"sxtb16 {t}, {v}", f"sxtb16 {v}, {v}, ror #8", f"sadd16 {t}, {t}, {t}",
+                f"sadd16 {v}, {v}, {v}", f"str {t}, [{dst}, #{o}]", f"str {v}, [{dst}, #{o + 8}]",
+                f"smlad {c}, {t}, {k}, {c}", f"smlad {c}, {v}, {k}, {c}"]
+
+    def words(n: int, dst: str) -> list[str]:
+        out: list[str] = []
+        for q in range(0, n - 1, 2):  # two loads back to back (pipelined)
+            out += [f"ldr {v0}, [{s}, #{4 * q}]", f"ldr {v1}, [{s}, #{4 * q + 4}]"]
+            out += word(v0, q, dst) + word(v1, q + 1, dst)
+        if n % 2:
+            out += [f"ldr {v0}, [{s}, #{4 * (n - 1)}]"] + word(v0, n - 1, dst)
+        return out
+
+    lines = [f"mov {c}, #0"]
+    if nq > WIDEN_UNROLL:
+        loops = nq // WIDEN_CHUNK
+        lines += [f"mov {dd}, {d}", f"add {e}, {s}, #{4 * WIDEN_CHUNK * loops}", "3:"]
+        lines += words(WIDEN_CHUNK, dd)
+        lines += [f"add {s}, {s}, #{4 * WIDEN_CHUNK}", f"add {dd}, {dd}, #{16 * WIDEN_CHUNK}",
+                  f"cmp {s}, {e}", "bne 3b"]
+        nq -= WIDEN_CHUNK * loops  # the rest is addressed from the advanced pointers
+        base = dd
+    else:
+        base = d
+    lines += words(nq, base)
+    b, j = 4 * nq, 2 * nq
+
+    def store(pair: int) -> list[str]:
+        return [f"str {t}, [{base}, #{8 + 8 * pair + 4 * slot}]", f"smlad {c}, {t}, {k}, {c}"]
+
+    def single(byte: int) -> list[str]:  # (x, 0) doubled
+        return [f"ldrsb {t}, [{s}, #{byte}]", f"add {t}, {t}, {t}", f"uxth {t}, {t}"]
+
+    if rem in (1, 2):
+        for i in range(rem):
+            lines += single(b + i) + store(j + i)
+    elif rem == 3:
+        lines += [f"ldrsb {t}, [{s}, #{b}]", f"ldrsb {v1}, [{s}, #{b + 2}]",
+                  f"add {t}, {t}, {t}", f"add {v1}, {v1}, {v1}", f"uxth {t}, {t}",
+                  f"orr {t}, {t}, {v1}, lsl #16"] + store(j)
+        lines += single(b + 1) + store(j + 1)
+    lines.append(f"str {c}, [{d}, #{4 * slot}]")
+    return lines
+
+
+def _widen_fn(plan: Plan) -> str:
+    """@P@_widen(sa, sb, d): both pixels of a pair into the scratch.
+
+    Doubled int16 pairs (SXTB16, SADD16) and the correction c = 128 * sum of the pairs.
+    """
+    lines = ["mov %[k], #0x00800080"]
+    lines += _widen_lines(plan, "%[sa]", 0) + _widen_lines(plan, "%[sb]", 1)
+    body = "".join(f'        "{ln}\\n\\t"\n' for ln in lines)
+    return ("static void @P@_widen(const int8_t *sa, const int8_t *sb, uint32_t *d)\n{\n"
+            "    uint32_t c, k, v0, v1, t, dd, e;\n"
+            "    __asm__ volatile(\n" + body
+            + '        : [c] "=&r"(c), [k] "=&r"(k), [v0] "=&r"(v0), [v1] "=&r"(v1), '
+            '[t] "=&r"(t),\n'
+            '          [dd] "=&r"(dd), [e] "=&r"(e), [sa] "+r"(sa), [sb] "+r"(sb)\n'
+            '        : [d] "r"(d)\n'
+            '        : "cc", "memory");\n'
+            "}\n")
+
+
+def generate_code(plan: Plan) -> str:
+    """The layer's C: @P@_widen and @P@_run(in, out, scratch, stream[, mult, shift]).
+
+    The constant arrays are parameters and the function is not inlined, so layers of the
+    same shape and quantization mode get byte-identical functions that gcc folds into one
+    (-fipa-icf): the unrolled code is paid once per distinct shape, not per layer.
+    """
+    p = plan.p
+    cout, cin = p.out_c, p.in_c
+    npix = p.out_h * p.out_w
+    pair_words = 2 + 2 * plan.kp
+    if p.stride_h == 1 and p.stride_w == 1:
+        src = f"in + (p) * {cin}"
+    else:
+        src = (f"in + (((p) / {p.out_w}) * {p.stride_h * p.in_w} + ((p) % {p.out_w}) * "
+               f"{p.stride_w}) * {cin}")
+    lines = [_widen_fn(plan)]
+    lines.append(f"#define @P@_SRC(p) ({src})")
+    extra = "" if plan.mode else ", const int32_t *mult, const int32_t *shift"
+    lines.append("static void __attribute__((noinline)) @P@_run(const int8_t *in, int8_t *out, "
+                 f"uint32_t *scr, const uint32_t *w{extra})\n{{")
+    lines.append("    int32_t A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b;")
+    lines.append("    uint32_t xa, xb, u, v;")
+    if npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
+        stage = f"(int8_t *)(scr + {pair_words})"
+        lines.append("    for (int pa = 0; pa < 1; pa++) {")
+        lines.append("        @P@_widen(@P@_SRC(0), @P@_SRC(0), scr);")
+        lines.append(f"        int8_t *op = {stage};")
+    else:
+        lines.append(f"    for (int pp = 0; pp < {npix}; pp += 2) {{")
+        # odd count: the last pair overlaps the previous one (same values written twice)
+        lines.append(f"        const int pa = pp + 1 < {npix} ? pp : {npix - 2};")
+        lines.append("        @P@_widen(@P@_SRC(pa), @P@_SRC(pa + 1), scr);")
+        lines.append(f"        int8_t *op = out + pa * {cout};")
+    lines.append("        const uint32_t *xp = scr;")
+    lines.append("        const uint32_t *wp = w;")
+    lines.append(f"        const uint32_t *xend = scr + {2 * plan.kp}; /* the chunk loop's end */")
+    if plan.mode:
+        if not plan.unroll:
+            lines.append(f"        int8_t *opend = op + {GROUP * (cout // GROUP)};")
+            if cout < GROUP:  # no full group: skip the loop (the tail block follows)
+                raise EdgennError("internal: looped plan without full groups")
+        lines.append(_fast_pair_asm(plan))
+    else:
+        lines.append(f"        for (int g = 0; g < {plan.groups}; g++) {{")
+        lines.append(_exact_group_asm(plan))
+        lines.append("            const int32_t acc[8] = {A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b};")
+        lines.append(f"            for (int c = 0; c < 4 && 4 * g + c < {cout}; c++) {{")
+        lines.append("                const int ch = 4 * g + c;")
+        for pix, accoff, ooff in (("a", 0, 0), ("b", 4, cout)):
+            lines.append(
+                f"                op[4 * g + c + {ooff}] = (int8_t)fast_requant("
+                f"acc[c + {accoff}] >> 1, mult[ch], shift[ch], {p.out_zp}, "
+                f"{p.act_min}, {p.act_max}); /* {pix} */")
+        lines.append("            }")
+        lines.append("            xp = scr;")
+        lines.append("        }")
+    lines.append("        (void)xa; (void)xb; (void)u; (void)v; (void)xp; (void)wp;")
+    lines.append("        (void)A0a; (void)B1a; (void)A2a; (void)B3a;")
+    lines.append("        (void)A0b; (void)B1b; (void)A2b; (void)B3b;")
+    if npix == 1:
+        lines.append(f"        memcpy(out, {stage}, {cout});")
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def scratch_bytes(plan: Plan) -> int:
+    """The interleaved pixel pair (2 correction words + 2 words per pair) + npix==1 staging."""
+    p = plan.p
+    words = 2 + 2 * plan.kp
+    stage = 2 * p.out_c if p.out_h * p.out_w == 1 else 0
+    return 4 * words + -(-stage // 4) * 4
+
+
+def _claims(node: Node, graph: Graph, core: Core) -> bool:
+    if not core.has_dsp or not is_int8(node, graph):
+        return False
+    if int(node.attr("groups", 1)) != 1 or len(node.inputs) < 2:
+        return False
+    wt = graph.tensor(node.inputs[1])
+    if not wt.is_const or len(wt.shape) != 4 or tuple(wt.shape[1:3]) != (1, 1):
+        return False
+    x = graph.tensor(node.inputs[0])
+    if x.is_const or len(x.shape) != 4 or x.shape[0] != 1 or x.shape[3] != wt.shape[3]:
+        return False
+    if not 1 <= wt.shape[3] <= MAX_CIN or not 1 <= wt.shape[0] <= MAX_COUT:
+        return False
+    try:
+        p = conv_params(node, graph)
+    except EdgennError:
+        return False
+    if p.has_padding:
+        return False
+    return make_plan(p) is not None
+
+
+class PointwiseConv:
+    """1x1 Conv2D: generated 2-pixel x 4-channel SMLAD blocks over int8 weights (DSP cores)."""
+
+    op = "Conv2D"
+    priority = 30
+    name = "pointwise_s8"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        return _claims(node, graph, core)
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        p = conv_params(node, graph)
+        plan = make_plan(p, force_mode=FORCE_MODE)
+        assert plan is not None
+        return prepare_plan(plan, self.name)
+
+
+def prepare_plan(plan: Plan, name: str = "pointwise_s8") -> KernelCall:
+    """The KernelCall of a plan (tests force modes through here)."""
+    p = plan.p
+    arrays = [CArray("w", "uint32_t", pack_stream(plan))]
+    if not plan.mode:
+        arrays += [CArray("mult", "int32_t", plan.mult), CArray("shift", "int32_t", plan.shift)]
+    how = ("exact requant" if not plan.mode else
+           "fast requant, groups unrolled" if plan.unroll else "fast requant, group loop")
+    return KernelCall(
+        call="{prefix}_run({in0}, {out0}, (uint32_t *){scratch}, {w}"
+        + ("" if plan.mode else ", {mult}, {shift}") + ");",
+        sources=("pointwise.h",),
+        arrays=tuple(arrays),
+        scratch_bytes=scratch_bytes(plan),
+        kernel_name=name,
+        comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, 1x1 stride "
+        f"{p.stride_h},{p.stride_w}, 2x4 SMLAD blocks, {how}",
+        code=generate_code(plan),
+    )
+
+
+register_kernel(PointwiseConv())

@@ -1,0 +1,246 @@
+"""The generated pointwise (1x1) Conv2D kernel (kernels/pointwise.py) against the reference.
+
+Host part: a numpy model of exactly what the generated block computes from the packed stream
+(the +128 / SXTB16 weight split, the doubled inputs, the per-pixel correction, the fast or
+exact requantization) must equal the reference runtime on many shapes, odd sizes included.
+Emulator part: chains of 1x1 convolutions (odd Cin/Cout, strides, one pixel, dead channels,
+every requantization mode, looped and unrolled channel groups) compiled for cortex-m4 run the
+real generated assembly and must match the reference bit for bit.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from edgenn.backends.cortexm.kernel import select_kernel
+from edgenn.backends.cortexm.kernels import pointwise as pw
+from edgenn.backends.cortexm.kernels.conv import conv_params
+from edgenn.backends.cortexm.targets import get_core
+from edgenn.backends.ref import compile_ref
+from edgenn.backends.ref.kernels.fixed_point import multiply_by_quantized_multiplier
+from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
+from edgenn.ir.shapes import infer
+
+M4 = get_core("cortex-m4")
+
+
+def chain_graph(rng: np.random.Generator, hw: tuple[int, int], cin: int,
+                layers: list[tuple[int, tuple[int, int], Activation]],
+                per_channel: bool = True, dead: int = 0,
+                out_zps: list[int] | None = None) -> Graph:
+    """x -> 1x1 conv -> ... : one layer per (cout, strides, activation).
+
+    ``dead``: that many output channels of the first layer get all-zero weights and a huge
+    bias (as in the VWW model), ``out_zps`` the output zero points (default random).
+    """
+    in_zp = int(rng.integers(-128, 128))
+    tensors = [Tensor("x", (1, *hw, cin), DType.INT8, QuantParams.per_tensor(0.05, in_zp))]
+    nodes = []
+    prev, prev_t, c, scale = "x", tensors[0], cin, 0.05
+    for i, (cout, strides, act) in enumerate(layers):
+        w = rng.integers(-127, 128, size=(cout, 1, 1, c)).astype(np.int8)
+        b = rng.integers(-20000, 20000, size=cout).astype(np.int64)
+        if per_channel:
+            wq = QuantParams(rng.uniform(0.002, 0.02, cout).astype(np.float32),
+                             np.zeros(cout, np.int64), 0)
+        else:
+            wq = QuantParams.per_tensor(float(np.float32(rng.uniform(0.002, 0.02))), 0)
+        if i == 0 and dead:
+            w[:dead] = 0
+            b[:dead] = rng.choice([-(2**30), 2**30], size=dead)
+        wt = Tensor(f"w{i}", w.shape, DType.INT8, wq, w)
+        bt = Tensor.const(f"b{i}", b.astype(np.int32))
+        node = Node(f"conv{i}", "Conv2D", (prev, wt.name, bt.name), (f"y{i}",),
+                    {"strides": strides, "pads": (0, 0, 0, 0), "activation": act})
+        ((shape, dtype),) = infer(node, [prev_t, wt, bt])
+        scale = float(np.float32(scale * 0.01 * np.sqrt(c) * 4))
+        zp = int(rng.integers(-20, 20)) if out_zps is None else out_zps[i]
+        y = Tensor(f"y{i}", shape, dtype, QuantParams.per_tensor(scale, zp))
+        tensors += [wt, bt, y]
+        nodes.append(node)
+        prev, prev_t, c = y.name, y, cout
+    return Graph("g", {t.name: t for t in tensors}, tuple(nodes), ("x",), (prev,))
+
+
+# ---- host: numpy model of the generated block ------------------------------------------------
+
+def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
+    """What the generated code computes, from the packed stream (int32 wrap-around)."""
+    p = plan.p
+    stream = pw.pack_stream(plan).astype(np.uint32)
+    pairs = pw.pair_plan(p.in_c)
+    kp = len(pairs)
+    xs = x[0, ::p.stride_h, ::p.stride_w][: p.out_h, : p.out_w].reshape(-1, p.in_c)
+    xs = xs.astype(np.int64)
+    x2 = np.zeros((xs.shape[0], kp, 2), np.int64)  # doubled pairs
+    for j, (k0, k1) in enumerate(pairs):
+        x2[:, j, 0] = 2 * xs[:, k0]
+        if k1 >= 0:
+            x2[:, j, 1] = 2 * xs[:, k1]
+    c = 128 * x2.sum(axis=(1, 2))
+    out = np.zeros((xs.shape[0], p.out_c), np.int64)
+    pos = 0
+
+    def s16(v: np.ndarray) -> np.ndarray:
+        return ((v.astype(np.int64) + 2**15) % 2**16) - 2**15
+
+    def s8(v: np.ndarray) -> np.ndarray:
+        return ((v.astype(np.int64) + 2**7) % 2**8) - 2**7
+
+    def wrap(v: np.ndarray) -> np.ndarray:
+        return ((v + 2**31) % 2**32) - 2**31
+
+    for g in range(plan.groups):
+        ka0, kb1, ka2, kb3 = (wrap(np.int64(v)) for v in stream[pos:pos + 4])
+        pos += 4
+        acc = [ka0 - c, np.full_like(c, kb1), ka2 - c, np.full_like(c, kb3)]
+        for j in range(kp):
+            for half_ in range(2):
+                word = np.int64(stream[pos])
+                pos += 1
+                lo, hi = s16(word & 0xFFFF), s16(word >> 16)
+                b_lo, b_hi = s8(word >> 8), s8(word >> 24)
+                acc[2 * half_] = acc[2 * half_] + x2[:, j, 0] * lo + x2[:, j, 1] * hi
+                acc[2 * half_ + 1] = acc[2 * half_ + 1] + x2[:, j, 0] * b_lo + x2[:, j, 1] * b_hi
+        acc = [wrap(a) for a in acc]
+        acc[0] = wrap(acc[0] - acc[1] * 256)
+        acc[2] = wrap(acc[2] - acc[3] * 256)
+        for i in range(pw.GROUP):
+            ch = 4 * g + i
+            if ch >= p.out_c:
+                continue
+            a2 = acc[i]
+            if plan.mode:
+                m, h = (wrap(np.int64(v)) for v in stream[pos:pos + 2])
+                pos += 2
+                if not plan.unroll and ch < pw.GROUP * (p.out_c // pw.GROUP):
+                    pos += 1
+                r = int(plan.shift[ch])
+                t = h + (a2 >> 31) if plan.sign else h
+                z = ((a2 * m + 2**31) >> 32) + t
+                y = np.clip(z >> r, -128, 127)
+                out[:, ch] = np.maximum(y, p.act_min) if plan.mode == 1 else y
+            else:
+                v = multiply_by_quantized_multiplier(a2 >> 1, int(plan.mult[ch]),
+                                                     int(plan.shift[ch]))
+                out[:, ch] = np.clip(np.asarray(v) + p.out_zp, p.act_min, p.act_max)
+    assert pos == stream.size
+    return out.reshape(1, p.out_h, p.out_w, p.out_c).astype(np.int8)
+
+
+HOST_CASES = [
+    # hw, cin, cout, strides, act
+    ((5, 4), 8, 16, (1, 1), Activation.RELU),
+    ((3, 3), 64, 64, (1, 1), Activation.RELU),
+    ((4, 5), 1, 3, (1, 1), Activation.NONE),
+    ((7, 7), 3, 5, (2, 2), Activation.NONE),
+    ((6, 5), 5, 7, (2, 1), Activation.RELU6),
+    ((2, 3), 6, 9, (1, 3), Activation.RELU),
+    ((3, 2), 7, 2, (1, 1), Activation.NONE),
+    ((1, 1), 13, 6, (1, 1), Activation.RELU),
+    ((4, 4), 33, 70, (1, 1), Activation.NONE),
+    ((2, 2), 255, 4, (1, 1), Activation.RELU),
+]
+
+
+@pytest.mark.parametrize("case", range(len(HOST_CASES)))
+def test_host_model_of_the_block_matches_reference(case: int) -> None:
+    hw, cin, cout, strides, act = HOST_CASES[case]
+    rng = np.random.default_rng(100 + case)
+    for per_channel, dead in ((True, 0), (False, 0), (True, min(2, cout))):
+        g = chain_graph(rng, hw, cin, [(cout, strides, act)], per_channel, dead)
+        p = conv_params(g.nodes[0], g)
+        for force in (None, 0):
+            for unroll in (None, False, True):
+                plan = pw.make_plan(p, force_mode=force, unroll=unroll)
+                assert plan is not None
+                if plan.mode and not plan.unroll and cout < pw.GROUP:
+                    continue
+                for _ in range(2):
+                    x = rng.integers(-128, 128, size=(1, *hw, cin)).astype(np.int8)
+                    want = compile_ref(g).run(x)[0]
+                    np.testing.assert_array_equal(model_block(plan, x), want)
+
+
+def test_pair_plan_covers_every_input_once() -> None:
+    for cin in range(1, 40):
+        ks = [k for pair in pw.pair_plan(cin) for k in pair if k >= 0]
+        assert sorted(ks) == list(range(cin))
+
+
+def test_claims_1x1_only_and_refuses_padding() -> None:
+    rng = np.random.default_rng(0)
+    g = chain_graph(rng, (4, 4), 8, [(8, (1, 1), Activation.RELU)])
+    assert select_kernel(g.nodes[0], g, M4).name == pw.PointwiseConv.name
+    assert not pw.PointwiseConv().matches(g.nodes[0], g, get_core("cortex-m0plus"))
+    padded = Node("conv0", "Conv2D", g.nodes[0].inputs, g.nodes[0].outputs,
+                  {**g.nodes[0].attrs, "pads": (1, 1, 1, 1)})
+    ((shape, dtype),) = infer(padded, [g.tensor(n) for n in padded.inputs])
+    y = Tensor("y0", shape, dtype, g.tensor("y0").quant)
+    gp = Graph("g", {**g.tensors, "y0": y}, (padded,), ("x",), ("y0",))
+    assert not pw.PointwiseConv().matches(gp.nodes[0], gp, M4)
+
+
+# ---- emulator: the real generated Thumb-2 code -------------------------------------------
+
+needs_arm = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
+
+
+def _run_m4(g: Graph, x: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    exe = compile_model(g, target="cortex-m4", widen="none")  # int8 kernels only
+    kernels = [str(m["kernel"]) for m in exe.manifest["layers"]]
+    return np.asarray(exe.run(x)[0]), kernels
+
+
+EMU_CHAINS = [
+    # hw, cin, layers, per_channel, dead, out_zps
+    ((5, 7), 3, [(5, (1, 1), Activation.RELU), (8, (2, 2), Activation.NONE),
+                 (7, (1, 1), Activation.RELU), (1, (1, 1), Activation.NONE)],
+     True, 2, [-128, 5, 10, -3]),
+    ((4, 3), 13, [(64, (1, 1), Activation.RELU), (33, (1, 2), Activation.RELU6),
+                  (6, (1, 1), Activation.NONE), (2, (1, 1), Activation.RELU)],
+     False, 0, [-128, -128, 0, -128]),
+    ((1, 1), 9, [(10, (1, 1), Activation.RELU), (70, (1, 1), Activation.NONE),
+                 (17, (1, 1), Activation.RELU)], True, 3, None),
+    ((6, 6), 255, [(6, (2, 2), Activation.NONE), (130, (1, 1), Activation.RELU),
+                   (21, (1, 1), Activation.NONE)], True, 0, [7, -128, 3]),
+]
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(EMU_CHAINS)))
+@pytest.mark.parametrize("variant", ["default", "looped", "exact"])
+def test_emulator_chains_match_reference(case: int, variant: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    hw, cin, layers, per_channel, dead, zps = EMU_CHAINS[case]
+    if variant == "looped":
+        monkeypatch.setattr(pw, "UNROLL_BUDGET", 0)
+    elif variant == "exact":
+        monkeypatch.setattr(pw, "FORCE_MODE", 0)
+    rng = np.random.default_rng(200 + case)
+    g = chain_graph(rng, hw, cin, layers, per_channel, dead, zps)
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    got, kernels = _run_m4(g, x)
+    assert kernels == [pw.PointwiseConv.name] * len(layers)
+    np.testing.assert_array_equal(got, compile_ref(g).run(x)[0])
+
+
+def test_refuses_what_it_cannot_run() -> None:
+    rng = np.random.default_rng(4)
+    kernel = pw.PointwiseConv()
+    # too many input channels for the 12-bit scratch offsets
+    g = chain_graph(rng, (2, 2), pw.MAX_CIN + 4, [(4, (1, 1), Activation.RELU)])
+    assert not kernel.matches(g.nodes[0], g, M4)
+    # a doubled accumulator that could overflow int32: no plan
+    g = chain_graph(rng, (2, 2), 8, [(4, (1, 1), Activation.RELU)])
+    big = Tensor.const("b0", np.full(4, 2**30 - 1, np.int32))
+    g = Graph("g", {**g.tensors, "b0": big}, g.nodes, g.inputs, g.outputs)
+    assert pw.make_plan(conv_params(g.nodes[0], g)) is None
+    assert not kernel.matches(g.nodes[0], g, M4)
