@@ -11,6 +11,7 @@ import pytest
 
 from edgenn.backends.cortexm.flash_policy import (
     DEFAULT_HEADROOM_BYTES,
+    FlashPlan,
     Measured,
     choose_widened,
     int8_parameter_bytes,
@@ -53,17 +54,19 @@ def test_plan_widening_modes_and_budget() -> None:
     n = len(g.nodes)
     calls: list[frozenset[int]] = []
 
-    def measure(widened: frozenset[int]) -> Measured:
+    def measure(widened: frozenset[int], compact: bool) -> Measured:
         calls.append(widened)
         cycles = [100 if i in widened else 200 for i in range(n)]
         return Measured(1000 + 50 * len(widened), cycles,
                         [100 if i in widened else 50 for i in range(n)])
 
-    assert plan_widening(g, M4, measure, None, "none") == frozenset() and not calls
-    everything = plan_widening(g, M4, measure, None, "all")
+    assert plan_widening(g, M4, measure, None, "none") == FlashPlan() and not calls
+    everything = plan_widening(g, M4, measure, None, "all").widened
     assert everything and not calls
-    assert plan_widening(g, M4, measure, 1000, "auto") == frozenset()  # no room at all
-    assert plan_widening(g, M4, measure, 1000 + 50 * len(everything), "auto") == everything
+    assert plan_widening(g, M4, measure, 1000, "auto") == FlashPlan()  # no room at all
+    assert plan_widening(g, M4, measure, 999, "auto") == FlashPlan(compact=True)  # over
+    assert plan_widening(g, M4, measure, 1000 + 50 * len(everything), "auto") == \
+        FlashPlan(everything)
     with pytest.raises(ValueError, match="widen mode"):
         plan_widening(g, M4, measure, None, "sometimes")
 

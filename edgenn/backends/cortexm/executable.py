@@ -12,8 +12,14 @@ import numpy as np
 
 from edgenn.backends.cortexm.build import build
 from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES, Project, generate
+from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
-from edgenn.backends.cortexm.flash_policy import Measured, constant_bytes, plan_widening
+from edgenn.backends.cortexm.flash_policy import (
+    FlashPlan,
+    Measured,
+    constant_bytes,
+    plan_widening,
+)
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import Graph
@@ -245,21 +251,24 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
         blocks = find_blocks(graph)
 
-    def build_in(directory: str | Path | None, widened: frozenset[int]) -> CortexMExecutable:
+    def build_in(directory: str | Path | None, plan: FlashPlan) -> CortexMExecutable:
         tmp = None
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
-        project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
-                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
-                           skip_configs=skip_configs, widened_layers=widened)
+        with compact_code(plan.compact):
+            project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
+                               stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
+                               skip_configs=skip_configs, widened_layers=plan.widened)
+        project.manifest["compact_code"] = plan.compact
         elf = build(project.out_dir, project.sources, project.cflags, project.ldflags)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
-    trial: dict[frozenset[int], CortexMExecutable] = {}
+    trial: dict[FlashPlan, CortexMExecutable] = {}
 
-    def measure(widened: frozenset[int]) -> Measured:
-        exe = trial[widened] = build_in(None, widened)
+    def measure(widened: frozenset[int], compact: bool) -> Measured:
+        plan = FlashPlan(widened, compact)
+        exe = trial[plan] = build_in(None, plan)
         result = exe.bench(*_bench_inputs(graph))
         per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
                      for layer in result.layers]
@@ -267,10 +276,10 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                         [constant_bytes(k) for k in exe.project.calls])
 
     budget = None if flash_kb is None else int(flash_kb * 1024)
-    widened = plan_widening(graph, c, measure, budget, widen)
-    if out_dir is None and widened in trial:
-        return trial[widened]  # why: the measured build is the final one; no rebuild
-    return build_in(out_dir, widened)
+    plan = plan_widening(graph, c, measure, budget, widen)
+    if out_dir is None and plan in trial:
+        return trial[plan]  # why: the measured build is the final one; no rebuild
+    return build_in(out_dir, plan)
 
 
 def _bench_inputs(graph: Graph) -> list[np.ndarray]:

@@ -6,6 +6,8 @@ layer's int8 weight bytes again in flash and saves some cycles on some shapes (a
 others). Whether it pays is measured, not guessed:
 
 1. build with int8 weights everywhere and bench one inference (per-layer cycles, ELF flash);
+   if that exceeds the budget, build again with compact generated code (``codesize.py``:
+   loops instead of unrolled blocks) and keep that form;
 2. if some layer has a widened kernel, build with every such layer widened and bench again;
 3. grant the widened kernel to the layers that measured faster, best cycles saved per extra
    flash byte first, while the measured flash of step 1 plus the extra bytes stays within the
@@ -80,19 +82,33 @@ def choose_widened(base: Measured, wide: Measured, candidates: Sequence[int],
     return frozenset(chosen)
 
 
-def plan_widening(graph: Graph, core: Core, measure: Callable[[frozenset[int]], Measured],
-                  budget_bytes: int | None, mode: str = "auto") -> frozenset[int]:
-    """The layers that get widened weights (``measure`` builds and benches a choice)."""
+@dataclass(frozen=True)
+class FlashPlan:
+    """The outcome: layers granted widened weights, and whether code is generated compact."""
+
+    widened: frozenset[int] = frozenset()
+    compact: bool = False
+
+
+def plan_widening(graph: Graph, core: Core,
+                  measure: Callable[[frozenset[int], bool], Measured],
+                  budget_bytes: int | None, mode: str = "auto") -> FlashPlan:
+    """Which layers get widened weights and whether code must be compact (``measure`` builds
+    and benches a choice: widened layers, compact code)."""
     if mode not in WIDEN_MODES:
         raise ValueError(f"widen mode {mode!r}: expected one of {', '.join(WIDEN_MODES)}")
     candidates = widen_candidates(graph, core)
-    if mode == "none" or not candidates:
-        return frozenset()
+    if mode == "none":
+        return FlashPlan()
     if mode == "all":
-        return frozenset(candidates)
+        return FlashPlan(frozenset(candidates))
     budget = default_budget_bytes(graph) if budget_bytes is None else budget_bytes
-    base = measure(frozenset())
-    if base.flash_bytes >= budget:
-        return frozenset()
-    wide = measure(frozenset(candidates))
-    return choose_widened(base, wide, candidates, budget)
+    compact = False
+    base = measure(frozenset(), False)
+    if base.flash_bytes > budget:
+        compact = True
+        base = measure(frozenset(), True)
+    if not candidates or base.flash_bytes >= budget:
+        return FlashPlan(frozenset(), compact)
+    wide = measure(frozenset(candidates), compact)
+    return FlashPlan(choose_widened(base, wide, candidates, budget), compact)
