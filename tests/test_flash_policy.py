@@ -87,3 +87,14 @@ def test_build_respects_budget_and_stays_exact() -> None:
     want = compile_ref(g).run(x)[0]
     for exe in (narrow, tight, auto):
         np.testing.assert_array_equal(exe.run(x)[0], want)
+
+
+@pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
+def test_an_explicit_budget_that_cannot_be_met_is_a_plan_error() -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.backends.cortexm.executable import compile_cortexm
+    from edgenn.errors import PlanError
+
+    g = load_tflite((FIXTURES / "model_c_int8.tflite").read_bytes(), "c")
+    with pytest.raises(PlanError, match="--flash-kb 1 "):
+        compile_cortexm(g, "cortex-m4", flash_kb=1)

@@ -21,7 +21,7 @@ from edgenn.backends.cortexm.flash_policy import (
     plan_widening,
 )
 from edgenn.backends.cortexm.targets import Core, get_core
-from edgenn.errors import EdgennError, ShapeError
+from edgenn.errors import EdgennError, PlanError, ShapeError
 from edgenn.ir import Graph
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
@@ -277,9 +277,14 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
     budget = None if flash_kb is None else int(flash_kb * 1024)
     plan = plan_widening(graph, c, measure, budget, widen)
-    if out_dir is None and plan in trial:
-        return trial[plan]  # why: the measured build is the final one; no rebuild
-    return build_in(out_dir, plan)
+    # why: when the measured build is the final one (a temporary directory), no rebuild
+    exe = trial[plan] if out_dir is None and plan in trial else build_in(out_dir, plan)
+    if budget is not None and exe.sizes()["flash"] > budget:
+        # why: a budget the user gave is a limit (the default one is only a target)
+        raise PlanError(f"graph {graph.name!r}: the smallest firmware is "
+                        f"{exe.sizes()['flash']:,} bytes of flash, more than --flash-kb "
+                        f"{flash_kb:g} ({budget:,} bytes)")
+    return exe
 
 
 def _bench_inputs(graph: Graph) -> list[np.ndarray]:
