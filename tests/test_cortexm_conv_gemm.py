@@ -21,9 +21,13 @@ import pytest
 
 from edgenn.backends.cortexm import kernel as kernel_registry
 from edgenn.backends.cortexm.codegen.emit import array_decl
+from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.kernels.conv_gemm import (
+    COMPACT_UNROLL,
     ConvGemm,
+    _loop_shape,
+    arena_room,
     layer_plan_of,
     scratch_bytes,
 )
@@ -48,6 +52,7 @@ class Case(NamedTuple):
     act: Activation = Activation.RELU
     out_zp: int | None = None
     signed: bool = False  # a weight pair that packed-pair weights cannot hold (w1 = -128)
+    wmax: int = 127  # weights in [-wmax, wmax]: small keeps long K within packed_ok's bound
 
 
 CASES = [
@@ -67,6 +72,8 @@ CASES = [
     Case((5, 6), 4, 5, (2, 2), out_zp=3, signed=True),  # signed, mode 1, odd Cout
     Case((9, 8), 8, 10, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2), out_zp=-100),  # dilated rows
     Case((6, 5), 5, 6, (3, 2), (2, 1), (1, 0, 1, 1), out_zp=-90, signed=True),
+    Case((4, 5), 128, 8, (3, 3), pads=(1, 1, 1, 1), out_zp=-128, wmax=40),  # 2x4 packed
+    Case((4, 3), 120, 8, (3, 3), pads=(0, 1, 1, 0), out_zp=4, wmax=40),  # 2x4, mode 1
 ]
 
 
@@ -74,7 +81,7 @@ def conv_graph(rng: np.random.Generator, c: Case) -> Graph:
     """One int8 Conv2D node with random weights, per-channel scales, bias and zero points."""
     in_zp = int(rng.integers(-128, 128))
     out_zp = int(rng.integers(-20, 20)) if c.out_zp is None else c.out_zp
-    w = rng.integers(-127, 128, size=(c.cout, *c.k, c.cin)).astype(np.int8)
+    w = rng.integers(-c.wmax, c.wmax + 1, size=(c.cout, *c.k, c.cin)).astype(np.int8)
     if c.signed:
         w[0, 0, 0, 0], w[1, 0, 0, 0] = -5, -128
     wq = QuantParams(rng.uniform(0.002, 0.02, c.cout).astype(np.float32),
@@ -99,6 +106,12 @@ def test_matches_refuses_1x1_and_grouped() -> None:
     assert not KERNEL.matches(g.nodes[0], g, get_core("cortex-m0plus"))
 
 
+def test_arena_room_zero_on_the_largest_layer() -> None:
+    """A one-layer model has no room: large 4-pixel patches stay off (arena <= CMSIS-NN's)."""
+    g = conv_graph(np.random.default_rng(5), CASES[4])
+    assert arena_room(g.nodes[0], g) == 0
+
+
 def test_cases_cover_every_variant() -> None:
     rng = np.random.default_rng(1)
     seen = set()
@@ -111,9 +124,11 @@ def test_cases_cover_every_variant() -> None:
     assert want <= seen, want - seen
 
 
-@pytest.fixture(scope="module")
-def host_lib(tmp_path_factory: pytest.TempPathFactory) -> tuple[ctypes.CDLL, list[Graph]]:
-    """Every case's generated C in one host library: layer i is ``L<i>_run``."""
+@pytest.fixture(scope="module", params=[False, True], ids=["fast", "compact"])
+def host_lib(tmp_path_factory: pytest.TempPathFactory,
+             request: pytest.FixtureRequest) -> tuple[ctypes.CDLL, list[Graph]]:
+    """Every case's generated C in one host library: layer i is ``L<i>_run``; fast and compact
+    code (``codesize.compact_code``)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if cc is None:
         pytest.skip("no host C compiler")
@@ -121,13 +136,14 @@ def host_lib(tmp_path_factory: pytest.TempPathFactory) -> tuple[ctypes.CDLL, lis
     graphs = [conv_graph(rng, c) for c in CASES]
     parts = ['#include "conv_gemm.h"\n']
     for i, g in enumerate(graphs):
-        call = KERNEL.prepare(g.nodes[0], g, M4)
+        with compact_code(request.param):
+            call = KERNEL.prepare(g.nodes[0], g, M4)
         prefix = f"L{i}"
         parts += [array_decl(f"{prefix}_{a.name}", a) for a in call.arrays]
         parts.append(call.code.replace("@P@", prefix))
         parts.append(f"void {prefix}_run(const int8_t *in, int8_t *out, void *scratch)\n"
                      f"{{ {prefix}_conv(in, out, scratch); }}\n")
-    tmp = tmp_path_factory.mktemp("conv_gemm")
+    tmp = tmp_path_factory.mktemp(f"conv_gemm_{int(request.param)}")
     src = tmp / "layers.c"
     src.write_text("\n".join(parts))
     so = tmp / "layers.so"
@@ -174,4 +190,38 @@ def test_emulator_matches_reference(monkeypatch: pytest.MonkeyPatch) -> None:
         assert [str(m["kernel"]) for m in exe.manifest["layers"]] == [KERNEL.name]
         x = rng.integers(-128, 128, size=(2, *c.hw, c.cin)).astype(np.int8)
         x[1] = -128  # the extreme input (every padding tap differs from it but in_zp -128)
+        np.testing.assert_array_equal(exe.run(x)[0], compile_ref(g).run(x)[0], err_msg=str(c))
+
+
+def test_k_loop_shapes() -> None:
+    """Default code keeps the U-step loop count with fewer straight steps than loops; compact
+    code loops over COMPACT_UNROLL steps whose partial iteration is entered by a branch."""
+    for s in range(2, 400):
+        kl = _loop_shape(s)
+        assert kl.straight + kl.loops * kl.u == s - 1
+        assert kl.loops == 0 or kl.straight < kl.loops
+        with compact_code():
+            kc = _loop_shape(s)
+        assert kc.straight + kc.loops * kc.u - kc.skip == s - 1
+        assert kc.u == COMPACT_UNROLL and kc.straight <= COMPACT_UNROLL
+
+
+@needs_arm
+def test_emulator_compact_matches_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compact code (K loops with a branch into the partial iteration, one shared row copy)
+    in the emulator, on the cases with long K or dense rows."""
+    pytest.importorskip("unicorn")
+    from edgenn.backends.cortexm import executable
+
+    kernel_registry.kernels_for("Conv2D")
+    portable = [k for k in kernel_registry.kernels_for("Conv2D") if k.priority == 0]
+    monkeypatch.setitem(kernel_registry._KERNELS, "Conv2D", [KERNEL, *portable])
+    monkeypatch.setattr(executable, "compact_code", lambda enabled=True: compact_code(True))
+    rng = np.random.default_rng(4)
+    for i in (0, 2, 4, 5, 7, 10, 14):
+        c = CASES[i]
+        g = conv_graph(rng, c)
+        exe = executable.compile_cortexm(g, "cortex-m4", widen="none")
+        x = rng.integers(-128, 128, size=(2, *c.hw, c.cin)).astype(np.int8)
+        x[1] = -128
         np.testing.assert_array_equal(exe.run(x)[0], compile_ref(g).run(x)[0], err_msg=str(c))

@@ -12,7 +12,8 @@ Per layer the generator emits C specialised to the layer's shape (``KernelCall.c
   hold the input zero point, then copied by a second instance of the same unrolled code
   (layers whose windows never leave the input get no window buffer at all);
 * a block of 8 accumulators in hand-scheduled asm, the K loop unrolled for this layer's K
-  (the first step adds the biases, ``(S - 1) mod U`` straight steps, a loop of U steps):
+  (the first step adds the biases, fewer straight steps than loop iterations, a loop of
+  u >= U steps: :func:`_loop_shape`):
   4 pixels x 2 channels with signed weights (``CGEMM_STEP``, 17 cycles per 16 MACs), or with
   packed-pair weights (:func:`packed_ok`: each raw int16 half of a weight word is
   w[c] + 256 w[c+1], so one SXTB16 serves 2 channels: 16 cycles per 16 MACs) in 4x2 blocks
@@ -21,16 +22,23 @@ Per layer the generator emits C specialised to the layer's shape (``KernelCall.c
   :func:`fast_common.fast_requant_mode` proves it exact, else TFLite's exact double rounding
   in C; all full channel groups of a block run in one asm loop.
 
+Compact code (``codesize.is_compact``, chosen by the flash policy when the default build
+exceeds the flash budget): K loops of COMPACT_UNROLL steps entered mid-body for the partial
+iteration, and one non-inlined row copy serving both the interior and the border window
+(measured on IC ResNet-8: -10 KB of code, +1.9% cycles).
+
 The input offset is folded into the bias (``bias - in_zp * sum(w)``); padding taps hold
 ``in_zp``, so their products cancel exactly. Pair halves that carry no element get weight 0.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
@@ -44,8 +52,10 @@ from edgenn.ir import Graph, Node
 
 UNROLL = 16  # k pairs per iteration of the MAC loop (~0.9 KB of code), doubled for long K
 MAX_SCRATCH = 16384  # bytes: the largest patch + window + few-pixel outputs claimed
-MAX_PATCH4 = 1024  # bytes: 4-pixel patches only up to this (K <= 128), else 2-pixel blocks
+SMALL_PATCH4 = 1024  # bytes: 4-pixel patches always up to this (K <= 128)
+MAX_PATCH4 = 4096  # up to this (K <= 512) where the arena surely has room (layer_plan_of)
 ROW_LOOP_MIN = 16  # rows of at least this many elements are copied by a loop over rows
+COMPACT_UNROLL = 16  # k pairs per loop iteration in compact code (8: IC -3 KB, +2.5% cycles)
 
 
 @dataclass(frozen=True)
@@ -161,10 +171,12 @@ class Plan:
         return 8 // self.pixels
 
 
-def layer_plan_of(p: ConvParams) -> Plan:
+def layer_plan_of(p: ConvParams, room: int = 0) -> Plan:
     """Signed 4x2 blocks unless packed-pair weights are exact; then packed 4x2 blocks while
-    their patch (16 bytes per k pair) stays within MAX_PATCH4, else packed 2x4 blocks, whose
-    patch is the size of CMSIS-NN's im2col buffer (8 bytes per k pair), when they beat signed.
+    their patch (16 bytes per k pair) stays within SMALL_PATCH4, or within MAX_PATCH4 when
+    the scratch fits in ``room`` (:func:`arena_room`), else packed 2x4 blocks, whose patch is
+    the size of CMSIS-NN's im2col buffer (8 bytes per k pair), when they beat signed.
+    (4x2 saves ~20 cycles per 4 pixels x 4 channels over 2x4, -1.1% on IC's 3x3x16 layers.)
 
     Cycle model per 4 pixels and 4 channels, calibrated on the emulated M4: signed 4x2
     2 (17 S + 76), packed 4x2 2 (16 S + 80), packed 2x4 2 (16 S + 100) (S k pairs; the
@@ -174,11 +186,26 @@ def layer_plan_of(p: ConvParams) -> Plan:
     s = k_pairs(p)
     if not packed_ok(p, mode):
         return Plan(mode, False, 4)
-    if 16 * s <= MAX_PATCH4:
+    big_ok = 16 * s <= MAX_PATCH4 and scratch_bytes(p, Plan(mode, True, 4)) <= room
+    if 16 * s <= SMALL_PATCH4 or big_ok:
         return Plan(mode, True, 4)
     if -(-p.out_c // 4) * 2 * (16 * s + 100) < -(-p.out_c // 2) * (17 * s + 76):
         return Plan(mode, True, 2)
     return Plan(mode, False, 4)
+
+
+def _io_bytes(node: Node, graph: Graph) -> int:
+    names = {n for n in (*node.inputs, *node.outputs) if n}
+    return sum(graph.tensor(n).nbytes for n in names if not graph.tensor(n).is_const)
+
+
+def arena_room(node: Node, graph: Graph) -> int:
+    """Scratch bytes this layer may take without raising the arena above TFLite Micro's: the
+    largest sum of one layer's activation inputs and outputs (which every runtime's arena
+    holds at once) minus this layer's. 0 on the model's largest layer, so the 4-pixel patch
+    never makes that one larger than CMSIS-NN's im2col would."""
+    peak = max(_io_bytes(n, graph) for n in graph.nodes)
+    return max(0, peak - _io_bytes(node, graph))
 
 
 def pack_weights(p: ConvParams, packed: bool = False, group: int = 2) -> np.ndarray:
@@ -238,14 +265,19 @@ def requant_mode(p: ConvParams) -> int:
                              p.out_zp, p.act_min, p.act_max)
 
 
-def _copy_fn(name: str, ops: list[CopyOp], offs: np.ndarray, loop: tuple[int, int, int] | None,
-             ways: int) -> str:
+def _copy_fn(name: str, ops: list[CopyOp], offs: np.ndarray,
+             loop: tuple[int, int | str, int] | None, ways: int) -> str:
     """C of one unrolled patch copy; ``loop`` = (rows, source row step, patch words per row).
 
-    ``ways``: pixels interleaved in the patch (pair p of this pixel at word ways * p).
+    ``ways``: pixels interleaved in the patch (pair p of this pixel at word ways * p). A row
+    step given as a name is a parameter of the function, which is then not inlined (compact
+    code: one copy serves the interior and the border window).
     """
-    lines = [f"static inline __attribute__((always_inline)) void {name}("
-             "const int8_t *__restrict s, uint32_t *__restrict d)", "{"]
+    shared = loop is not None and isinstance(loop[1], str)
+    head = "static __attribute__((noinline)) void" if shared else \
+        "static inline __attribute__((always_inline)) void"
+    extra = f", int {loop[1]}" if shared and loop is not None else ""
+    lines = [f"{head} {name}(const int8_t *__restrict s, uint32_t *__restrict d{extra})", "{"]
     ind = "    "
     if loop is not None:
         rows, sstep, dstep = loop
@@ -287,16 +319,44 @@ def _q(text: str) -> str:
 
 def _unroll(s: int) -> int:
     """k pairs per loop iteration: 32 when the loop runs at least twice (its 8-cycle overhead
-    per iteration then costs 1.5% instead of 3%, for ~0.9 KB more code), else 16."""
+    per iteration then costs 1.5% instead of 3%, for ~0.9 KB more code), else 16; compact
+    code (``codesize.is_compact``): COMPACT_UNROLL."""
+    if is_compact():
+        return COMPACT_UNROLL
     return 2 * UNROLL if s - 1 >= 4 * UNROLL else UNROLL
 
 
-def _loop_shape(s: int) -> tuple[int, int]:
-    """(loop iterations, straight steps after the first) of the K loop."""
-    loops, rem = divmod(s - 1, _unroll(s))
-    if loops == 1:  # one full iteration: straight code, no loop
-        rem, loops = s - 1, 0
-    return loops, rem
+@dataclass(frozen=True)
+class KLoop:
+    """Shape of a block's K loop after its first step: ``straight`` steps, then ``loops``
+    iterations of ``u`` steps, the first entered at step ``skip`` (0: a full iteration)."""
+
+    straight: int
+    loops: int
+    u: int
+    skip: int
+
+
+def _loop_shape(s: int) -> KLoop:
+    """The K loop of ``s`` k pairs.
+
+    Default code: as many iterations as U-step iterations would take (the same loop
+    overhead), the remainder spread over them (u = (s - 1) // loops >= U) so that fewer
+    than ``loops`` steps run straight, not up to U - 1 (~50 bytes each); a loop that would
+    run once runs straight. Compact code: U = COMPACT_UNROLL steps whose partial first
+    iteration is entered by a branch (3 cycles and one more iteration's glue, ~8 cycles, per
+    block) instead of straight steps.
+    """
+    n, u = s - 1, _unroll(s)
+    if is_compact():
+        if n <= u:
+            return KLoop(n, 0, u, 0)
+        return KLoop(0, -(-n // u), u, (u - n % u) % u)
+    loops = n // u
+    if loops <= 1:
+        return KLoop(n, 0, u, 0)
+    u = n // loops
+    return KLoop(n - loops * u, loops, u, 0)
 
 
 def _first_step(plan: Plan) -> list[str]:
@@ -325,22 +385,39 @@ def _first_step(plan: Plan) -> list[str]:
         "smlad %[a0], %[xa], %[wt], %[a0]", "smlad %[a1], %[xa], %[wv], %[a1]")]
 
 
+def _add(reg: str, imm: int) -> list[str]:
+    """``reg += imm`` (nothing for 0)."""
+    if not imm:
+        return []
+    return [_q(f"add %[{reg}], %[{reg}], #{imm}" if imm > 0 else
+               f"sub %[{reg}], %[{reg}], #{-imm}")]
+
+
 def _mac_asm(s: int, plan: Plan) -> list[str]:
     """Asm lines (C string literals) of the K loop of one block, ``s`` k pairs: the first
-    step, ``(s - 1) mod U`` straight steps, then a loop of U steps (none if it runs once)."""
+    step, straight steps, then a loop of u steps (:func:`_loop_shape`) whose first iteration
+    may be entered at step ``skip`` (label 2: the pointers then start ``skip`` steps early so
+    that the loop body's immediate offsets stay the same)."""
     if plan.pixels == 2:
         step, xstep, wstep = "CGEMM_PSTEP", 8, 8
     else:
         step, xstep, wstep = ("CGEMM_P4STEP" if plan.packed else "CGEMM_STEP"), 16, 4
-    loops, rem = _loop_shape(s)
-    asm = _first_step(plan) + [f"{step}({xstep * i}, {wstep * i})" for i in range(1, rem + 1)]
-    if loops:
-        asm += [_q(f"add %[xp], %[xp], #{xstep * (rem + 1)}"),
-                _q(f"add %[wp], %[wp], #{wstep * (rem + 1)}"), '"1:\\n\\t"']
-        u = _unroll(s)
-        asm += [f"{step}({xstep * i}, {wstep * i})" for i in range(u)]
-        asm += [_q(f"add %[xp], %[xp], #{xstep * u}"), _q(f"add %[wp], %[wp], #{wstep * u}"),
-                _q("ldr %[xa], %[end]"), _q("cmp %[xp], %[xa]"), _q("bne 1b")]
+    kl = _loop_shape(s)
+    asm = _first_step(plan) + [f"{step}({xstep * i}, {wstep * i})"
+                               for i in range(1, kl.straight + 1)]
+    if not kl.loops:
+        return asm
+    start = kl.straight + 1 - kl.skip  # steps from the patch start to the loop pointer
+    asm += _add("xp", xstep * start) + _add("wp", wstep * start)
+    if kl.skip:
+        asm.append(_q("b 2f"))
+    asm.append('"1:\\n\\t"')
+    for i in range(kl.u):
+        if kl.skip and i == kl.skip:
+            asm.append('"2:\\n\\t"')
+        asm.append(f"{step}({xstep * i}, {wstep * i})")
+    asm += [_q(f"add %[xp], %[xp], #{xstep * kl.u}"), _q(f"add %[wp], %[wp], #{wstep * kl.u}"),
+            _q("ldr %[xa], %[end]"), _q("cmp %[xp], %[xa]"), _q("bne 1b")]
     return asm
 
 
@@ -477,9 +554,8 @@ static inline __attribute__((always_inline)) void @P@_blk{nch}(const uint32_t *x
     groups = p.out_c // plan.chans
     if not groups:
         return text
-    loops, _ = _loop_shape(s)
     wstep = 8 if plan.pixels == 2 else 4
-    adv = [] if loops else [_q(f"add %[wp], %[wp], #{wstep * s}")]
+    adv = [] if _loop_shape(s).loops else [_q(f"add %[wp], %[wp], #{wstep * s}")]
     req = (_recover_asm() if plan.packed else []) + _requant_asm(p, plan, plan.chans)
     body = "\n        ".join(
         ['"9:\\n\\t"', *_mac_asm(s, plan), *adv, _q("str %[wp], %[ws]"), *req,
@@ -538,7 +614,15 @@ def generate(p: ConvParams, plan: Plan) -> str:
     offs = interior_offsets(p)
     dense = np.arange(k, dtype=np.int64)
     win = needs_window(p)
-    if row_loop(p):
+    if row_loop(p) and p.dil_w == 1 and is_compact():
+        # rows are dense in the input too: one copy function, the row step a parameter
+        ops = plan_ops(offs, row)
+        cpr = _copy_fn("@P@_cpr", ops, offs, (p.k_h, "st", px * row // 2), px)
+        wrap = ("static inline __attribute__((always_inline)) void @P@_{0}("
+                "const int8_t *s, uint32_t *d)\n{{\n    @P@_cpr(s, d, {1});\n}}")
+        cpi = cpr + "\n\n" + wrap.format("cpi", p.dil_h * p.in_w * p.in_c)
+        cpw = wrap.format("cpw", row)
+    elif row_loop(p):
         ops = plan_ops(offs, row)
         dstep = px * row // 2
         cpi = _copy_fn("@P@_cpi", ops, offs, (p.k_h, p.dil_h * p.in_w * p.in_c, dstep),
@@ -554,7 +638,7 @@ def generate(p: ConvParams, plan: Plan) -> str:
     groups, tail = divmod(p.out_c, cg)
     iy_max = p.in_h - 1 - (p.k_h - 1) * p.dil_h
     ix_max = p.in_w - 1 - (p.k_w - 1) * p.dil_w
-    zp = p.in_zp
+    zp = "zp"  # a parameter: layers that differ only in it share the code
     few = npix < px  # fewer pixels than a block: outputs go through a scratch buffer
     win_bytes = (k + 3) & ~3 if win else 0
     blk = "@P@_blk" if plan.mode else "@P@_blkc"
@@ -586,9 +670,8 @@ def generate(p: ConvParams, plan: Plan) -> str:
     cp_i = f"@P@_cpi({src}, d);"
     cp_w = "@P@_cpw(win, d);"
     if p.in_c % 4 == 0:  # whole words (unaligned allowed): 4x fewer steps than bytes
-        zp4 = (zp & 0xFF) * 0x01010101
         tap_fill = (f"for (int i = 0; i < {p.in_c}; i += 4) "
-                    f"fast_store32(wr + kx * {p.in_c} + i, {zp4}u);")
+                    f"fast_store32(wr + kx * {p.in_c} + i, (uint32_t)(uint8_t)zp * 0x01010101u);")
         tap_copy = (f"for (int i = 0; i < {p.in_c}; i += 4) fast_store32(wr + kx * {p.in_c} + i, "
                     f"fast_load32(sr + ix * {p.in_c} + i));")
     else:
@@ -615,7 +698,7 @@ def generate(p: ConvParams, plan: Plan) -> str:
         inside = (f"    if (iy0 >= 0 && iy0 <= {iy_max} && ix0 >= 0 && ix0 <= {ix_max}) {{\n"
                   f"        {cp_i}\n        return;\n    }}\n{border}")
     else:  # every window lies inside the input
-        inside = f"    {{\n        {cp_i}\n    }}"
+        inside = f"    (void)zp;\n    {{\n        {cp_i}\n    }}"
     return f"""
 /* conv_gemm: {p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, {p.k_h}x{p.k_w},
  * stride {p.stride_h},{p.stride_w}, dilation {p.dil_h},{p.dil_w}, K = {k} ({s} pairs),
@@ -626,7 +709,7 @@ def generate(p: ConvParams, plan: Plan) -> str:
 {cpw}
 
 /* the patch of output pixel (oy, ox) into slot j (buf + j, one word per slot and pair) */
-static void @P@_patch(const int8_t *in, uint32_t *buf, int j, int oy, int ox)
+static void @P@_patch(const int8_t *in, uint32_t *buf, int j, int oy, int ox, int8_t zp)
 {{
     uint32_t *d = buf + j;
     const int iy0 = oy * {p.stride_h} - {p.pad_t};
@@ -638,23 +721,38 @@ static void @P@_patch(const int8_t *in, uint32_t *buf, int j, int oy, int ox)
 
 {_block_fns(p, plan, s)}
 
-static void @P@_conv(const int8_t *in, int8_t *out, void *scratch)
+static void @P@_conv(const int8_t *in, int8_t *out, void *scratch, const uint32_t *w0,
+    const int32_t *r0, int8_t zp)
 {{
     uint32_t *buf = (uint32_t *)scratch;
     for (int pa = 0; pa < {npix}; pa += {px}) {{
         {first}
         int oy = p0 / {p.out_w}, ox = p0 - oy * {p.out_w};
         for (int j = 0; j < {px}; j++) {{
-            @P@_patch(in, buf, j, oy, ox);
+            @P@_patch(in, buf, j, oy, ox, zp);
             {advance}
         }}
         int8_t *o = {obase};
-        const uint32_t *w = @P@_w;
-        const int32_t *r = @P@_quant;
+        const uint32_t *w = w0;
+        const int32_t *r = r0;
 {group_code}
 {tail_call}{flush}    }}
 }}
 """
+
+
+def shared_code(p: ConvParams, plan: Plan) -> str:
+    """The layer's code: :func:`generate`'s functions under a name derived from their text
+    (``cgemm_<hash>``), defined once per model (an include guard), so layers of the same
+    shape and requantization form share them (~3 KB each on IC ResNet-8's twin 16->16 3x3
+    layers); the layer's ``@P@_conv`` passes its weights, records and input zero point."""
+    body = generate(p, plan)
+    name = "cgemm_" + hashlib.sha1(body.encode()).hexdigest()[:12]
+    guard = name.upper() + "_DEFINED"
+    return (f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}\n#endif\n\n"
+            "static inline __attribute__((always_inline)) void @P@_conv(const int8_t *in, "
+            "int8_t *out, void *scratch)\n{\n"
+            f"    {name}_conv(in, out, scratch, @P@_w, @P@_quant, {p.in_zp});\n}}\n")
 
 
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
@@ -686,7 +784,7 @@ class ConvGemm:
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)
-        plan = layer_plan_of(p)
+        plan = layer_plan_of(p, arena_room(node, graph))
         return KernelCall(
             call="{prefix}_conv({in0}, {out0}, {scratch});",
             sources=("conv_gemm.h",),
@@ -698,7 +796,7 @@ class ConvGemm:
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, "
             f"{plan.pixels}x{plan.chans} SMLAD int8 weights (requant mode {plan.mode}"
             f"{', packed pairs' if plan.packed else ''})",
-            code=generate(p, plan),
+            code=shared_code(p, plan),
         )
 
 
