@@ -110,9 +110,21 @@ def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
         acc[2] = wrap(acc[2] - acc[3] * 256)
         for i in range(pw.GROUP):
             ch = 4 * g + i
+            a2 = acc[i]
+            if plan.compact:  # 4 records per group: {mult, h}, r - 1 = lowest set bit of h;
+                m, h = (wrap(np.int64(v)) for v in stream[pos:pos + 2])  # narrow: + r
+                pos += 2
+                r = (int(stream[pos - 1]) & -int(stream[pos - 1])).bit_length()
+                if pw._straight(plan):
+                    r = int(stream[pos])
+                    pos += 1
+                t = h + (a2 >> 31) if plan.sign else h
+                y = np.clip((((a2 * m + 2**31) >> 32) + t) >> r, -128, 127)
+                if ch < p.out_c:
+                    out[:, ch] = np.maximum(y, p.act_min) if plan.mode == 1 else y
+                continue
             if ch >= p.out_c:
                 continue
-            a2 = acc[i]
             if plan.mode:
                 m, h = (wrap(np.int64(v)) for v in stream[pos:pos + 2])
                 pos += 2
@@ -154,9 +166,10 @@ def test_host_model_of_the_block_matches_reference(case: int) -> None:
         g = chain_graph(rng, hw, cin, [(cout, strides, act)], per_channel, dead)
         p = conv_params(g.nodes[0], g)
         for force in (None, 0):
-            for unroll in (None, False, True):
-                plan = pw.make_plan(p, force_mode=force, unroll=unroll)
+            for unroll, compact in ((None, False), (False, False), (True, False), (None, True)):
+                plan = pw.make_plan(p, force_mode=force, unroll=unroll, compact=compact)
                 assert plan is not None
+                assert not plan.compact or (compact and plan.mode)
                 if plan.mode and not plan.unroll and cout < pw.GROUP:
                     continue
                 for _ in range(2):
@@ -211,12 +224,14 @@ EMU_CHAINS = [
                  (17, (1, 1), Activation.RELU)], True, 3, None),
     ((6, 6), 255, [(6, (2, 2), Activation.NONE), (130, (1, 1), Activation.RELU),
                    (21, (1, 1), Activation.NONE)], True, 0, [7, -128, 3]),
+    ((3, 5), 200, [(3, (1, 1), Activation.RELU), (40, (1, 2), Activation.NONE)],
+     True, 1, [-5, 9]),
 ]
 
 
 @needs_arm
 @pytest.mark.parametrize("case", range(len(EMU_CHAINS)))
-@pytest.mark.parametrize("variant", ["default", "looped", "exact"])
+@pytest.mark.parametrize("variant", ["default", "looped", "exact", "compact"])
 def test_emulator_chains_match_reference(case: int, variant: str,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     hw, cin, layers, per_channel, dead, zps = EMU_CHAINS[case]
@@ -224,6 +239,8 @@ def test_emulator_chains_match_reference(case: int, variant: str,
         monkeypatch.setattr(pw, "UNROLL_BUDGET", 0)
     elif variant == "exact":
         monkeypatch.setattr(pw, "FORCE_MODE", 0)
+    elif variant == "compact":  # codesize.compact_code() as the flash policy sets it
+        monkeypatch.setattr(pw, "is_compact", lambda: True)
     rng = np.random.default_rng(200 + case)
     g = chain_graph(rng, hw, cin, layers, per_channel, dead, zps)
     x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
@@ -244,3 +261,28 @@ def test_refuses_what_it_cannot_run() -> None:
     g = Graph("g", {**g.tensors, "b0": big}, g.nodes, g.inputs, g.outputs)
     assert pw.make_plan(conv_params(g.nodes[0], g)) is None
     assert not kernel.matches(g.nodes[0], g, M4)
+
+
+def test_compact_code_is_shared_between_layers() -> None:
+    """Compact mode: layers of one variant call the same functions (defined once), the
+    records drop the shift word, and narrow layers get a Cin-specialised variant."""
+    rng = np.random.default_rng(7)
+    g = chain_graph(rng, (4, 4), 40, [(40, (1, 1), Activation.RELU),
+                                      (40, (1, 1), Activation.RELU),
+                                      (12, (1, 1), Activation.RELU)], out_zps=[-128] * 3)
+    calls = []
+    for node in g.nodes:
+        plan = pw.make_plan(conv_params(node, g), compact=True)
+        assert plan is not None and plan.compact and not plan.unroll
+        calls.append(pw.prepare_plan(plan))
+        assert pw.pack_stream(plan).size == plan.groups * (4 + 2 * plan.kp + 2 * pw.GROUP)
+        assert not pw._straight(plan)
+    names = [c.call.split("(")[0] for c in calls]
+    assert names[0] == names[1] == names[2]  # Cin 40 (general) ... and
+    assert calls[0].code == calls[1].code  # identical text: guarded, defined once in model.c
+    g2 = chain_graph(rng, (4, 4), 8, [(40, (1, 1), Activation.RELU),
+                                      (4, (1, 1), Activation.RELU)], out_zps=[-128, -128])
+    plan = pw.make_plan(conv_params(g2.nodes[0], g2), compact=True)
+    assert plan is not None and pw.compact_variant(plan).endswith("_c8x40")
+    plan = pw.make_plan(conv_params(g2.nodes[1], g2), compact=True)  # tiny: stays unrolled
+    assert plan is not None and plan.unroll and not plan.compact

@@ -26,10 +26,13 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--widen", default="none", choices=("auto", "none", "all"),
                     help="int16 pre-widened weight kernels (default none: int8 kernels only)")
+    ap.add_argument("--compact", action="store_true", default=None,
+                    help="compact generated code (default: fast code; with --widen auto the "
+                         "flash budget decides)")
     args = ap.parse_args()
     data = Path(args.model).read_bytes()
     graph = load_tflite(data, Path(args.model).name)
-    exe = compile_cortexm(graph, "cortex-m4", widen=args.widen)
+    exe = compile_cortexm(graph, "cortex-m4", widen=args.widen, compact=args.compact)
     name = graph.inputs[0]
     t = graph.tensor(name)
     shape = (args.n, *graph.external_shape(name)[1:])

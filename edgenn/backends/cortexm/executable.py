@@ -232,7 +232,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = True,
                     skip_configs: Iterable[Iterable[str]] | None = None,
                     skip_copy: bool | None = None,
-                    flash_kb: float | None = None, widen: str = "auto") -> CortexMExecutable:
+                    flash_kb: float | None = None, widen: str = "auto",
+                    compact: bool | None = None) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
@@ -242,7 +243,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     flash budget for constants and code (default: int8 parameter bytes + 48 KiB); kernels
     with pre-widened int16 weights are chosen only where it leaves room and they measure
     faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8 weights everywhere;
-    ``"all"``: widened wherever such a kernel exists).
+    ``"all"``: widened wherever such a kernel exists). ``compact``: force compact (True) or
+    fast (False) generated code; None: compact only when the fast build exceeds the budget.
     """
     c = core if isinstance(core, Core) else get_core(core)
     blocks: list[Any] = []
@@ -276,7 +278,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                         [constant_bytes(k) for k in exe.project.calls])
 
     budget = None if flash_kb is None else int(flash_kb * 1024)
-    plan = plan_widening(graph, c, measure, budget, widen)
+    plan = plan_widening(graph, c, measure, budget, widen, compact)
     # why: when the measured build is the final one (a temporary directory), no rebuild
     exe = trial[plan] if out_dir is None and plan in trial else build_in(out_dir, plan)
     if budget is not None and exe.sizes()["flash"] > budget:

@@ -92,22 +92,25 @@ class FlashPlan:
 
 def plan_widening(graph: Graph, core: Core,
                   measure: Callable[[frozenset[int], bool], Measured],
-                  budget_bytes: int | None, mode: str = "auto") -> FlashPlan:
+                  budget_bytes: int | None, mode: str = "auto",
+                  compact: bool | None = None) -> FlashPlan:
     """Which layers get widened weights and whether code must be compact (``measure`` builds
-    and benches a choice: widened layers, compact code)."""
+    and benches a choice: widened layers, compact code). ``compact`` True / False forces the
+    code form; None lets the budget decide (``auto`` mode; the other modes use fast code)."""
     if mode not in WIDEN_MODES:
         raise ValueError(f"widen mode {mode!r}: expected one of {', '.join(WIDEN_MODES)}")
     candidates = widen_candidates(graph, core)
     if mode == "none":
-        return FlashPlan()
+        return FlashPlan(compact=bool(compact))
     if mode == "all":
-        return FlashPlan(frozenset(candidates))
+        return FlashPlan(frozenset(candidates), bool(compact))
     budget = default_budget_bytes(graph) if budget_bytes is None else budget_bytes
-    compact = False
-    base = measure(frozenset(), False)
-    if base.flash_bytes > budget:
-        compact = True
-        base = measure(frozenset(), True)
+    base = measure(frozenset(), bool(compact))
+    if compact is None:
+        compact = False
+        if base.flash_bytes > budget:
+            compact = True
+            base = measure(frozenset(), True)
     if not candidates or base.flash_bytes >= budget:
         return FlashPlan(frozenset(), compact)
     wide = measure(frozenset(candidates), compact)

@@ -41,6 +41,24 @@ Code size is bounded: k-pairs beyond KP_UNROLL run as a loop over chunks, the wi
 over chunks of words for large Cin, the unrolled-groups form is used only under
 UNROLL_BUDGET instructions, and layers of identical shape share one function (see
 :func:`generate_code`).
+
+Compact mode (``codesize.is_compact()``, chosen by the flash policy when the default build
+exceeds the flash budget; fast requantization modes only, exact layers keep their form): no
+per-layer code at all. Every layer calls ``pwc_run_<variant>`` with its shape as arguments;
+a variant (mode, sign, clamp; plus (Cin, Cout) for narrow layers) is defined once in model.c
+(include-guarded text) and shared by all its layers:
+
+* general variant: a generic widening loop (4 words per pass), then per channel group the
+  same 2x4 block, its k-pairs run as a loop of C_CHUNK pairs entered part-way (a computed
+  ``ldr pc``: every k-pair block is 56 bytes of wide instructions, so the first pass skips
+  j0 = (-kp) mod C_CHUNK blocks and the scratch pointer starts j0 pairs early); pixel b's
+  outputs through a second pointer; records shrink to {mult, h}: h = 2^(r-1) + (out_zp << r)
+  = (2 out_zp + 1) << (r-1), so r - 1 is h's lowest set bit (RBIT + CLZ), no shift word
+  (constant channels store h + 1, which keeps the value and marks r = 1);
+* narrow layers (kp <= C_STRAIGHT_KP, Cout >= 4): a variant specialised to (Cin, Cout) with
+  straight k-pairs, the Cin-specialised widening and immediate store offsets, records
+  {mult, half, shift} (the per-channel work dominates these layers);
+* the last Cout % 4 channels run as one more group into a staging area, copied out in C.
 """
 
 from __future__ import annotations
@@ -49,6 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
@@ -64,6 +83,7 @@ UNROLL_BUDGET = 1600  # instructions of unrolled channel-group code allowed per 
 KP_UNROLL = 64  # k-pairs emitted straight; beyond, a loop over chunks of KP_CHUNK k-pairs
 KP_CHUNK = 32  # (7 cycles of loop test per 480: code size stays bounded for large Cin)
 TWO_GROUP_KP = 32  # looped groups: two groups per iteration when blocks are this small
+COMPACT_KEEP_UNROLLED = 500  # compact mode keeps unrolled layers up to this many instructions
 FORCE_MODE: int | None = None  # tests: cap the requantization mode (0 = exact)
 GROUP = 4
 
@@ -99,6 +119,7 @@ class Plan:
     half: np.ndarray
     sign: bool  # the (h < 0) rounding correction is needed
     unroll: bool  # channel groups unrolled (immediate shifts)
+    compact: bool = False  # shared compact functions (codesize.is_compact), fast modes only
 
     @property
     def kp(self) -> int:
@@ -121,7 +142,7 @@ def _bound_ok(w: np.ndarray, bias: np.ndarray) -> bool:
 
 
 def make_plan(p: ConvParams, force_mode: int | None = None,
-              unroll: bool | None = None) -> Plan | None:
+              unroll: bool | None = None, compact: bool = False) -> Plan | None:
     """The layer's plan, or None when the doubled accumulator could overflow."""
     cout = p.out_c
     w = p.w.reshape(cout, -1).astype(np.int64)
@@ -158,12 +179,21 @@ def make_plan(p: ConvParams, force_mode: int | None = None,
     groups = -(-cout // GROUP)
     if unroll is None:
         unroll = bool(mode) and groups * (50 + 14 * min(kp, KP_UNROLL)) <= UNROLL_BUDGET
+    elif unroll and compact:
+        compact = False  # an explicit unroll request wins
     if cout < GROUP:
         unroll = True  # no full group to loop over
     if 2 * cout + GROUP > 4095:
         unroll = False  # unrolled stores address out + 4g + Cout + c with 12-bit immediates
+    # compact: exact layers keep their (looped C) form, and so do layers whose unrolled code
+    # is about as small as a shared variant (the per-channel work dominates them)
+    unrolled_size = groups * (50 + 14 * min(kp, KP_UNROLL))
+    compact = compact and bool(mode) and unrolled_size > COMPACT_KEEP_UNROLLED
+    if compact:
+        unroll = False
     return Plan(p, mode, const, bias, mult, shift, half,
-                sign=bool(mode) and p.act_min < p.out_zp, unroll=bool(unroll and mode))
+                sign=bool(mode) and p.act_min < p.out_zp, unroll=bool(unroll and mode),
+                compact=compact)
 
 
 def _u32(v: int) -> int:
@@ -190,7 +220,16 @@ def pack_stream(plan: Plan) -> np.ndarray:
                 byts = [(wcol(a, k0) + 128) & 0xFF, wcol(b, k0) & 0xFF,
                         (wcol(a, k1) + 128) & 0xFF, wcol(b, k1) & 0xFF]
                 out.append(byts[0] | byts[1] << 8 | byts[2] << 16 | byts[3] << 24)
-        if plan.mode:
+        if plan.compact and _straight(plan):  # 4 records {mult, half, shift} (padding 0, 0, 1)
+            for c in chans:
+                out += ([_u32(plan.mult[c]), _u32(plan.half[c]), _u32(plan.shift[c])]
+                        if c < cout else [0, 0, 1])
+        elif plan.compact:  # 4 records {mult, h} per group, r = ctz(h) + 1 (padding: 0, 1)
+            for c in chans:
+                live = c < cout and not plan.const[c]
+                h = plan.half[c] if live else plan.half[c] + 1 if c < cout else 1
+                out += [_u32(plan.mult[c]) if c < cout else 0, _u32(h)]
+        elif plan.mode:
             for c in chans:
                 if c >= cout:
                     continue
@@ -517,10 +556,267 @@ def generate_code(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- compact form (codesize.is_compact): functions shared by every layer of a variant --------
+
+C_CHUNK = 32  # k-pairs per pass of the compact chunk loop (entered part-way for the remainder)
+C_PAIR_BYTES = 56  # one k-pair block: 14 wide (32-bit) instructions, the computed entry's unit
+
+
+C_STRAIGHT_KP = 16  # up to this many k-pairs: straight code specialised to Cin (narrow layers
+# are dominated by per-group and widening overhead; such functions are at most ~1.4 KB)
+
+
+def compact_variant(plan: Plan) -> str:
+    """What the shared compact functions are specialised to: requant mode, sign, clamp, and
+    the k-pair count when it is small."""
+    lo = f"_lo{plan.p.act_min + 128}" if plan.mode == 1 else ""
+    shape = (f"_c{plan.p.in_c}x{plan.p.out_c}" if _straight(plan) else
+             "_a" if plan.kp % C_CHUNK == 0 else "")  # aligned: no computed entry
+    return f"m{plan.mode}s{int(plan.sign)}{lo}{shape}"
+
+
+def _straight(plan: Plan) -> bool:
+    """Narrow layers: a variant specialised to (Cin, Cout): straight k-pairs, pixel b's stores
+    at immediate offsets, records {mult, half, shift} (a few bytes more per channel, spent
+    where per-channel work is a large share of the layer). Cout >= 4: the staged last group
+    of pixel a must not overlap pixel b's, which starts Cout bytes later."""
+    return plan.kp <= C_STRAIGHT_KP and GROUP <= plan.p.out_c <= (4095 - GROUP) // 2
+
+
+def _compact_pairs() -> list[str]:
+    """C_CHUNK k-pair blocks of identical size (wide encodings), seeded accumulators."""
+    lines = _kpairs(C_CHUNK, seeded=True)
+    return [ln.replace("ldr %[xa], [", "ldr.w %[xa], [").replace("ldr %[xb], [", "ldr.w %[xb], [")
+            for ln in lines]
+
+
+def _compact_requant(plan: Plan) -> list[str]:
+    """Requantize + store the 4 channels of a group; records {mult, h}, r = ctz(h) + 1.
+
+    h = 2^(r-1) + (out_zp << r) = (2 out_zp + 1) << (r-1): its lowest set bit is r - 1, so
+    the record needs no shift word (RBIT + CLZ recover it once h has been used).
+    """
+    p = plan.p
+    xp, wp = _op("xp"), _op("wp")
+    pool = [_op(n) for n in ("xa", "xb", "u", "v")]
+    ob = pool.pop(0)  # pixel b's output pointer
+    tmp = pool.pop(0) if plan.sign else ""
+    lines = _untangle() + [f"ldr {xp}, %[opm]", f"ldr {ob}, %[opbm]"]
+    for c in range(GROUP):
+        m, h = pool.pop(0), pool.pop(0)
+        lines += [f"ldr {m}, [{wp}], #4", f"ldr {h}, [{wp}], #4"]
+        xs = (_op(ACC[c]), _op(ACC[4 + c]))
+        for x in xs:
+            if plan.sign:
+                lines += [f"add {tmp}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {tmp}"]
+            else:
+                lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        lines += [f"rbit {h}, {h}", f"clz {h}, {h}"]
+        for x in xs:
+            lines += [f"asr {x}, {x}, {h}", f"ssat {x}, #8, {x}, asr #1"]
+            if plan.mode == 1:
+                lines += _clamp_lo(x, p.act_min)
+        lines += [f"strb {xs[0]}, [{xp}, #{c}]", f"strb {xs[1]}, [{ob}, #{c}]"]
+        pool += [m, h, *xs]
+    u = _op("u")
+    lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]",
+              f"adds {ob}, {ob}, #{GROUP}", f"str {ob}, %[opbm]",
+              f"ldr {u}, %[endm]", f"cmp {xp}, {u}", "bne 1b"]
+    return lines
+
+
+def _compact_groups_fn(plan: Plan) -> str:
+    """pwc_grp_V: channel groups op..opend of one pixel pair; returns the stream pointer."""
+    v = compact_variant(plan)
+    xp, u, vv = _op("xp"), _op("u"), _op("v")
+    if _straight(plan):
+        lines = ["1:"] + _init(reload_xp=True) + _kpairs(plan.kp)
+        lines += _requant(plan, GROUP, 0, None)
+        lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]", f"ldr {u}, %[endm]",
+                  f"cmp {xp}, {u}", "bne 1b"]
+    else:  # chunk loop entered at ent = C_PAIR_BYTES * j0 into its first pass
+        aligned = plan.kp % C_CHUNK == 0  # j0 = 0: xs = scr, fall into the loop
+        lines = [] if aligned else [f"ldr {vv}, %[entm]", f"adr.w {u}, 2f",
+                                    f"add {u}, {u}, {vv}", f"orr {u}, {u}, #1",
+                                    f"str {u}, %[entm]"]
+        lines += ["1:"] + _init(reload_xp=True)
+        lines += [f"mov {_op('B1b')}, {_op('B1a')}", f"mov {_op('B3b')}, {_op('B3a')}"]
+        lines += ["2:"] if aligned else [f"ldr {xp}, %[xsm]", "ldr pc, %[entm]", "2:"]
+        lines += _compact_pairs()
+        lines += [f"add {xp}, {xp}, #{8 * C_CHUNK}", f"ldr {u}, %[xendm]", f"cmp {xp}, {u}",
+                  "bne 2b"]
+        lines += _compact_requant(plan)
+    body = "".join(f'        "{ln}\\n\\t"\n' for ln in lines)
+    return (
+        f"static const uint32_t *__attribute__((noinline)) pwc_grp_{v}(const uint32_t *scr,\n"
+        "    const uint32_t *wp, int8_t *op, int8_t *opb, int8_t *opend, const uint32_t *xs,\n"
+        "    const uint32_t *xend, uint32_t ent)\n{\n"
+        "    int32_t A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b;\n"
+        "    uint32_t xa, xb, u, v;\n"
+        "    const uint32_t *xp;\n"
+        "    __asm__ volatile(\n" + body
+        + f"        : {_OUTS},\n"
+        '          [xp] "=&r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [xb] "=&r"(xb),\n'
+        '          [u] "=&r"(u), [v] "=&r"(v), [opm] "+m"(op), [opbm] "+m"(opb),\n'
+        '          [entm] "+m"(ent)\n'
+        '        : [scrm] "m"(scr), [xsm] "m"(xs), [xendm] "m"(xend), [endm] "m"(opend)\n'
+        '        : "cc", "memory");\n'
+        "    (void)A0a; (void)B1a; (void)A2a; (void)B3a; (void)A0b; (void)B1b; (void)A2b;\n"
+        "    (void)B3b; (void)xa; (void)xb; (void)u; (void)v; (void)xp;\n"
+        "    return wp;\n}\n")
+
+
+_COMPACT_COMMON = r"""
+#ifndef PWC_COMMON
+#define PWC_COMMON
+/* compact pointwise: one pixel widened into slot d (= scratch + 0 or + 1) for any Cin */
+static void __attribute__((noinline, unused)) pwc_widen(const int8_t *s, uint32_t *d, int cin)
+{
+    const uint32_t k = 0x00800080u;
+    int32_t c = 0;
+    uint32_t *p = d + 2;
+    const int8_t *e = s + (cin & ~15);
+    if (s != e) { /* 4 words per pass: loads back to back, 10.5 cycles per word */
+        uint32_t v0, v1, v2, v3, t;
+        __asm__ volatile(
+            "1:\n\t"
+            "ldr %[v1], [%[s], #4]\n\tldr %[v2], [%[s], #8]\n\t"
+            "ldr %[v3], [%[s], #12]\n\tldr %[v0], [%[s]], #16\n\t"
+#define PWC_W(v, o) "sxtb16 %[t], %[" v "]\n\tsxtb16 %[" v "], %[" v "], ror #8\n\t" \
+    "sadd16 %[t], %[t], %[t]\n\tsadd16 %[" v "], %[" v "], %[" v "]\n\t" \
+    "str %[t], [%[p], #" o "]\n\tstr %[" v "], [%[p], #" o "+8]\n\t" \
+    "smlad %[c], %[t], %[k], %[c]\n\tsmlad %[c], %[" v "], %[k], %[c]\n\t"
+            PWC_W("v0", "0") PWC_W("v1", "16") PWC_W("v2", "32") PWC_W("v3", "48")
+#undef PWC_W
+            "add %[p], %[p], #64\n\t"
+            "cmp %[s], %[e]\n\t"
+            "bne 1b\n\t"
+            : [s] "+r"(s), [p] "+r"(p), [c] "+r"(c), [v0] "=&r"(v0), [v1] "=&r"(v1),
+              [v2] "=&r"(v2), [v3] "=&r"(v3), [t] "=&r"(t)
+            : [e] "r"(e), [k] "r"(k)
+            : "cc", "memory");
+    }
+    e = s + (cin & 12);
+    for (; s != e; s += 4, p += 4) {
+        uint32_t v = fast_load32(s), t;
+        __asm__("sxtb16 %0, %1\n\tsxtb16 %1, %1, ror #8\n\tsadd16 %0, %0, %0\n\t"
+                "sadd16 %1, %1, %1" : "=&r"(t), "+r"(v));
+        p[0] = t;
+        p[2] = v;
+        c = fast_smlad(t, k, c);
+        c = fast_smlad(v, k, c);
+    }
+    const int r = cin & 3;
+    if (r) { /* pair_plan's tail: (b, b+2) or (b, -), then (b+1, -) */
+        uint32_t t = ((uint32_t)(2 * (int32_t)s[0]) & 0xFFFFu)
+                     | (r == 3 ? (uint32_t)(2 * (int32_t)s[2]) << 16 : 0u);
+        p[0] = t;
+        c = fast_smlad(t, k, c);
+        if (r >= 2) {
+            t = (uint32_t)(2 * (int32_t)s[1]) & 0xFFFFu;
+            p[2] = t;
+            c = fast_smlad(t, k, c);
+        }
+    }
+    d[0] = (uint32_t)c;
+}
+#endif
+"""
+
+
+def _compact_run_fn(plan: Plan) -> str:
+    """pwc_run_V: the pixel-pair loop of any 1x1 layer of this variant (shape as arguments)."""
+    v = compact_variant(plan)
+    if _straight(plan):  # the layer-specific widening, specialised to Cin
+        widen = _widen_fn(plan).replace("@P@_widen", f"pwc_widen_{v}")
+        call = f"pwc_widen_{v}(sa, sb, scr);"
+    else:
+        widen = ""
+        call = "pwc_widen(sa, scr, cin);\n        pwc_widen(sb, scr + 1, cin);"
+    return f"""
+#ifndef PWC_RUN_{v}
+#define PWC_RUN_{v}
+{widen}
+{_compact_groups_fn(plan)}
+/* kp k-pairs; row/col: input bytes between output rows / columns; scratch: the pair, then
+   8 staging bytes (the last group of Cout % 4 channels), then Cout bytes when npix == 1 */
+static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
+    uint32_t *scr, const uint32_t *w, int npix, int cin, int cout, int kp, int out_w, int row,
+    int col)
+{{
+    const int j0 = (C_CHUNK_N - kp % C_CHUNK_N) % C_CHUNK_N;
+    /* the first pass starts j0 pairs early: xs may point before scr, never dereferenced */
+    const uintptr_t xs0 = (uintptr_t)scr - 8u * (uintptr_t)j0;
+    const uint32_t *xs = (const uint32_t *)xs0;
+    const uint32_t *xend =
+        (const uint32_t *)(xs0 + 8u * C_CHUNK_N * (uintptr_t)((kp + j0) / C_CHUNK_N));
+    int8_t *stage = (int8_t *)(scr + 2 + 2 * kp);
+    const int full = cout / 4, tail = cout % 4;
+    const int dense = row == out_w * col; /* stride 1: pixel p at in + p * Cin */
+    (void)cin;
+    for (int pp = 0; pp < npix; pp += 2) {{
+        const int pa = pp + 1 < npix ? pp : (npix > 1 ? npix - 2 : 0);
+        const int pb = npix > 1 ? pa + 1 : 0;
+        const int8_t *sa = dense ? in + pa * col : in + (pa / out_w) * row + (pa % out_w) * col;
+        const int8_t *sb = dense ? in + pb * col : in + (pb / out_w) * row + (pb % out_w) * col;
+        {call}
+        int8_t *op = out + pa * cout;
+        const uint32_t *wp = w;
+#if {int(_straight(plan))} /* pixel b at op + Cout: a single pixel is staged whole */
+        int8_t *dst = npix > 1 ? op : stage;
+        if (full)
+            wp = pwc_grp_{v}(scr, wp, dst, 0, dst + 4 * full, xs, xend, 0u);
+        if (tail) {{
+            int8_t *t = stage + (npix > 1 ? 0 : 4 * full);
+            (void)pwc_grp_{v}(scr, wp, t, 0, t + 4, xs, xend, 0u);
+            for (int c = 0; c < tail; c++) {{
+                dst[4 * full + c] = t[c];
+                dst[cout + 4 * full + c] = t[cout + c];
+            }}
+        }}
+        if (npix == 1)
+            memcpy(out, stage, (size_t)cout);
+#else
+        int8_t *opb = npix > 1 ? op + cout : stage + 8;
+        if (full)
+            wp = pwc_grp_{v}(scr, wp, op, opb, op + 4 * full, xs, xend, {C_PAIR_BYTES}u * j0);
+        if (tail) {{
+            (void)pwc_grp_{v}(scr, wp, stage, stage + 4, stage + 4, xs, xend,
+                              {C_PAIR_BYTES}u * j0);
+            for (int c = 0; c < tail; c++) {{
+                op[4 * full + c] = stage[c];
+                if (npix > 1)
+                    opb[4 * full + c] = stage[4 + c];
+            }}
+        }}
+#endif
+    }}
+}}
+#endif
+"""
+
+
+def generate_compact_code(plan: Plan) -> str:
+    """Compact mode: the shared functions (defined once per variant in model.c)."""
+    return (f"#ifndef C_CHUNK_N\n#define C_CHUNK_N {C_CHUNK}\n#endif\n"
+            + _COMPACT_COMMON + _compact_run_fn(plan))
+
+
+def compact_call(plan: Plan) -> str:
+    p = plan.p
+    return (f"pwc_run_{compact_variant(plan)}({{in0}}, {{out0}}, (uint32_t *){{scratch}}, {{w}}, "
+            f"{p.out_h * p.out_w}, {p.in_c}, {p.out_c}, {plan.kp}, {p.out_w}, "
+            f"{p.stride_h * p.in_w * p.in_c}, {p.stride_w * p.in_c});")
+
+
 def scratch_bytes(plan: Plan) -> int:
     """The interleaved pixel pair (2 correction words + 2 words per pair) + npix==1 staging."""
     p = plan.p
     words = 2 + 2 * plan.kp
+    if plan.compact and _straight(plan):  # staging: the tail group, or a whole single pixel
+        return 4 * words + -(-(2 * p.out_c + GROUP) // 4) * 4
+    if plan.compact:  # tail-group staging, then pixel b's discarded outputs when npix == 1
+        return 4 * words + 8 + -(-(p.out_c if p.out_h * p.out_w == 1 else 0) // 4) * 4
     stage = 2 * p.out_c if p.out_h * p.out_w == 1 else 0
     return 4 * words + -(-stage // 4) * 4
 
@@ -559,7 +855,7 @@ class PointwiseConv:
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)
-        plan = make_plan(p, force_mode=FORCE_MODE)
+        plan = make_plan(p, force_mode=FORCE_MODE, compact=is_compact())
         assert plan is not None
         return prepare_plan(plan, self.name)
 
@@ -570,10 +866,12 @@ def prepare_plan(plan: Plan, name: str = "pointwise_s8") -> KernelCall:
     arrays = [CArray("w", "uint32_t", pack_stream(plan))]
     if not plan.mode:
         arrays += [CArray("mult", "int32_t", plan.mult), CArray("shift", "int32_t", plan.shift)]
-    how = ("exact requant" if not plan.mode else
+    how = ("exact requant" if not plan.mode else "fast requant, compact shared code"
+           if plan.compact else
            "fast requant, groups unrolled" if plan.unroll else "fast requant, group loop")
     return KernelCall(
-        call="{prefix}_run({in0}, {out0}, (uint32_t *){scratch}, {w}"
+        call=compact_call(plan) if plan.compact else
+        "{prefix}_run({in0}, {out0}, (uint32_t *){scratch}, {w}"
         + ("" if plan.mode else ", {mult}, {shift}") + ");",
         sources=("pointwise.h",),
         arrays=tuple(arrays),
@@ -581,7 +879,7 @@ def prepare_plan(plan: Plan, name: str = "pointwise_s8") -> KernelCall:
         kernel_name=name,
         comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, 1x1 stride "
         f"{p.stride_h},{p.stride_w}, 2x4 SMLAD blocks, {how}",
-        code=generate_code(plan),
+        code=generate_compact_code(plan) if plan.compact else generate_code(plan),
     )
 
 
