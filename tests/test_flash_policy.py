@@ -14,6 +14,7 @@ from edgenn.backends.cortexm.flash_policy import (
     FlashPlan,
     Measured,
     choose_widened,
+    compact_prefix,
     int8_parameter_bytes,
     plan_widening,
 )
@@ -54,7 +55,7 @@ def test_plan_widening_modes_and_budget() -> None:
     n = len(g.nodes)
     calls: list[frozenset[int]] = []
 
-    def measure(widened: frozenset[int], compact: bool) -> Measured:
+    def measure(widened: frozenset[int], compact: frozenset[int]) -> Measured:
         calls.append(widened)
         cycles = [100 if i in widened else 200 for i in range(n)]
         return Measured(1000 + 50 * len(widened), cycles,
@@ -64,7 +65,8 @@ def test_plan_widening_modes_and_budget() -> None:
     everything = plan_widening(g, M4, measure, None, "all").widened
     assert everything and not calls
     assert plan_widening(g, M4, measure, 1000, "auto") == FlashPlan()  # no room at all
-    assert plan_widening(g, M4, measure, 999, "auto") == FlashPlan(compact=True)  # over
+    everyone = frozenset(range(n))
+    assert plan_widening(g, M4, measure, 999, "auto") == FlashPlan(compact=everyone)  # over
     assert plan_widening(g, M4, measure, 1000 + 50 * len(everything), "auto") == \
         FlashPlan(everything)
     with pytest.raises(ValueError, match="widen mode"):
@@ -98,3 +100,18 @@ def test_an_explicit_budget_that_cannot_be_met_is_a_plan_error() -> None:
     g = load_tflite((FIXTURES / "model_c_int8.tflite").read_bytes(), "c")
     with pytest.raises(PlanError, match="--flash-kb 1 "):
         compile_cortexm(g, "cortex-m4", flash_kb=1)
+
+
+def test_compact_prefix_compacts_the_cheapest_layers_until_the_build_fits() -> None:
+    # five layers; compact code costs layer i (4 - i) * 10 cycles and saves 100 bytes each
+    base = Measured(1500, [100] * 5, [0] * 5)
+    compacted = Measured(1000, [100 + (4 - i) * 10 for i in range(5)], [0] * 5)
+    probes: list[frozenset[int]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 - 100 * len(layers), [0] * 5, [0] * 5)
+
+    assert compact_prefix(base, compacted, 1300, measure_prefix) == {4, 3}
+    assert len(probes) <= 3  # bisection, not one build per prefix
+    assert compact_prefix(base, compacted, 1000, measure_prefix) == {0, 1, 2, 3, 4}

@@ -12,7 +12,6 @@ import numpy as np
 
 from edgenn.backends.cortexm.build import build
 from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES, Project, generate
-from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
 from edgenn.backends.cortexm.flash_policy import (
     FlashPlan,
@@ -258,18 +257,17 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
-        with compact_code(plan.compact):
-            project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
-                               stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
-                               skip_configs=skip_configs, widened_layers=plan.widened)
-        project.manifest["compact_code"] = plan.compact
+        project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
+                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
+                           skip_configs=skip_configs, widened_layers=plan.widened,
+                           compact_layers=plan.compact)
         elf = build(project.out_dir, project.sources, project.cflags, project.ldflags)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     trial: dict[FlashPlan, CortexMExecutable] = {}
 
-    def measure(widened: frozenset[int], compact: bool) -> Measured:
-        plan = FlashPlan(widened, compact)
+    def measure(widened: frozenset[int], compact_layers: frozenset[int]) -> Measured:
+        plan = FlashPlan(widened, compact_layers)
         exe = trial[plan] = build_in(None, plan)
         result = exe.bench(*_bench_inputs(graph))
         per_layer = [layer.cycles if layer.cycles is not None else layer.instructions

@@ -7,7 +7,8 @@ others). Whether it pays is measured, not guessed:
 
 1. build with int8 weights everywhere and bench one inference (per-layer cycles, ELF flash);
    if that exceeds the budget, build again with compact generated code (``codesize.py``:
-   loops instead of unrolled blocks) and keep that form;
+   loops instead of unrolled blocks) and compact only as many layers as needed to fit,
+   those where compact code costs the fewest cycles first (:func:`compact_prefix`);
 2. if some layer has a widened kernel, build with every such layer widened and bench again;
 3. grant the widened kernel to the layers that measured faster, best cycles saved per extra
    flash byte first, while the measured flash of step 1 plus the extra bytes stays within the
@@ -84,34 +85,62 @@ def choose_widened(base: Measured, wide: Measured, candidates: Sequence[int],
 
 @dataclass(frozen=True)
 class FlashPlan:
-    """The outcome: layers granted widened weights, and whether code is generated compact."""
+    """The outcome: layers granted widened weights, layers whose code is generated compact."""
 
     widened: frozenset[int] = frozenset()
-    compact: bool = False
+    compact: frozenset[int] = frozenset()
+
+
+def compact_prefix(base: Measured, compacted: Measured, budget: int,
+                   measure_prefix: Callable[[frozenset[int]], Measured]) -> frozenset[int]:
+    """The fewest layers to compact, cheapest in cycles first, for the build to fit ``budget``.
+
+    ``base`` is the all-fast build, ``compacted`` the all-compact one (which fits). Layers are
+    ordered by the cycles compact code costs them (measured, per layer); the shortest prefix of
+    that order whose build fits is found by bisection over builds (``measure_prefix``), since
+    a layer's share of flash is not fully visible per layer (gcc inlines and shares code).
+    """
+    n = len(base.layer_cycles)
+    order = sorted(range(n), key=lambda i: (compacted.layer_cycles[i] - base.layer_cycles[i], i))
+    lo, hi = 0, n  # invariant: prefix hi fits (the all-compact build), prefix lo does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if measure_prefix(frozenset(order[:mid])).flash_bytes <= budget:
+            hi = mid
+        else:
+            lo = mid
+    return frozenset(order[:hi])
 
 
 def plan_widening(graph: Graph, core: Core,
-                  measure: Callable[[frozenset[int], bool], Measured],
+                  measure: Callable[[frozenset[int], frozenset[int]], Measured],
                   budget_bytes: int | None, mode: str = "auto",
                   compact: bool | None = None) -> FlashPlan:
-    """Which layers get widened weights and whether code must be compact (``measure`` builds
-    and benches a choice: widened layers, compact code). ``compact`` True / False forces the
-    code form; None lets the budget decide (``auto`` mode; the other modes use fast code)."""
+    """Which layers get widened weights and which get compact code (``measure`` builds and
+    benches a choice: widened layers, compact layers). ``compact`` True / False forces the
+    code form of every layer; None lets the budget decide in ``auto`` mode (the other modes
+    generate fast code)."""
     if mode not in WIDEN_MODES:
         raise ValueError(f"widen mode {mode!r}: expected one of {', '.join(WIDEN_MODES)}")
+    everyone = frozenset(range(len(graph.nodes)))
+    forced = everyone if compact else frozenset()
     candidates = widen_candidates(graph, core)
     if mode == "none":
-        return FlashPlan(compact=bool(compact))
+        return FlashPlan(compact=forced)
     if mode == "all":
-        return FlashPlan(frozenset(candidates), bool(compact))
+        return FlashPlan(frozenset(candidates), forced)
     budget = default_budget_bytes(graph) if budget_bytes is None else budget_bytes
-    base = measure(frozenset(), bool(compact))
-    if compact is None:
-        compact = False
-        if base.flash_bytes > budget:
-            compact = True
-            base = measure(frozenset(), True)
+    compact_layers = forced
+    base = measure(frozenset(), compact_layers)
+    if compact is None and base.flash_bytes > budget:
+        compacted = measure(frozenset(), everyone)
+        if compacted.flash_bytes > budget or len(everyone) < 2:
+            compact_layers, base = everyone, compacted
+        else:
+            compact_layers = compact_prefix(
+                base, compacted, budget, lambda layers: measure(frozenset(), layers))
+            base = measure(frozenset(), compact_layers)
     if not candidates or base.flash_bytes >= budget:
-        return FlashPlan(frozenset(), compact)
-    wide = measure(frozenset(candidates), compact)
-    return FlashPlan(choose_widened(base, wide, candidates, budget), compact)
+        return FlashPlan(frozenset(), compact_layers)
+    wide = measure(frozenset(candidates), compact_layers)
+    return FlashPlan(choose_widened(base, wide, candidates, budget), compact_layers)

@@ -16,6 +16,7 @@ from edgenn.backends.cortexm.codegen.emit import render
 from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
+from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import PlanError, ShapeError, UnsupportedOperatorError
@@ -77,7 +78,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              blocks: Sequence[Any] = (),
              skip_configs: Iterable[Iterable[str]] | None = None,
              skip_copy: bool | None = None,
-             widened_layers: frozenset[int] = frozenset()) -> Project:
+             widened_layers: frozenset[int] = frozenset(),
+             compact_layers: frozenset[int] = frozenset()) -> Project:
     """Write the project for ``graph`` on ``core`` into ``out_dir`` (created if needed).
 
     With ``blocks`` (``edgenn.passes.skip.find_blocks(graph)``) the firmware is skip-mask
@@ -86,6 +88,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     Raises PlanError when the arena plus the stack does not fit ``ram_kb`` KiB of RAM.
     ``widened_layers``: node indices that may use kernels with pre-widened int16 weights
     (chosen by ``flash_policy``); every other layer keeps its weights int8.
+    ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``).
     """
     graph.validate()
     for name in (*graph.inputs, *graph.outputs):
@@ -94,8 +97,11 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
             raise ShapeError(f"graph {graph.name!r}: {name!r} has batch {shape[0]}; "
                              "firmware is generated for batch 1")
     ram_kb = core.ram_kb if ram_kb is None else int(ram_kb)
-    calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
-             for i, n in enumerate(graph.nodes)]
+    calls = []
+    for i, n in enumerate(graph.nodes):
+        with compact_code(i in compact_layers):
+            calls.append(select_kernel(n, graph, core, i in widened_layers)
+                         .prepare(n, graph, core))
     skip = None
     if blocks:
         skip = plan_skip_layout(graph, core, blocks, [c.scratch_bytes for c in calls],
@@ -139,6 +145,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "main_symbol": "main", "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
         "inputs": _io(graph, graph.inputs, plan), "outputs": _io(graph, graph.outputs, plan),
         "layers": layers, "widened_layers": sorted(widened_layers),
+        "compact_layers": sorted(compact_layers),
     }
     if skip is not None:
         manifest.update(_skip_manifest(skip))
