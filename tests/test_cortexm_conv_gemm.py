@@ -216,12 +216,12 @@ def test_emulator_compact_matches_reference(monkeypatch: pytest.MonkeyPatch) -> 
     kernel_registry.kernels_for("Conv2D")
     portable = [k for k in kernel_registry.kernels_for("Conv2D") if k.priority == 0]
     monkeypatch.setitem(kernel_registry._KERNELS, "Conv2D", [KERNEL, *portable])
-    monkeypatch.setattr(executable, "compact_code", lambda enabled=True: compact_code(True))
     rng = np.random.default_rng(4)
     for i in (0, 2, 4, 5, 7, 10, 14):
         c = CASES[i]
         g = conv_graph(rng, c)
-        exe = executable.compile_cortexm(g, "cortex-m4", widen="none")
+        exe = executable.compile_cortexm(g, "cortex-m4", widen="none", compact=True)
+        assert exe.manifest["compact_layers"] == [0]
         x = rng.integers(-128, 128, size=(2, *c.hw, c.cin)).astype(np.int8)
         x[1] = -128
         np.testing.assert_array_equal(exe.run(x)[0], compile_ref(g).run(x)[0], err_msg=str(c))

@@ -84,6 +84,8 @@ SHAPES = [
     ((9, 13), 4, (2, 3), (1, 2), (0, 1, 1, 3), 2, (2, 3)),  # dilation, stride, multiplier
     ((3, 3), 256, (3, 3), (1, 1), (1, 1, 1, 1), 1, (1, 1)),  # tiny plane, many channels
     ((5, 11), 1, (10, 4), (2, 2), (4, 1, 5, 2), 4, (1, 1)),  # a KWS-like first layer
+    ((6, 5), 3, (3, 7), (1, 1), (1, 6, 2, 5), 1, (1, 1)),  # border strips wider than 4
+    ((7, 26), 4, (3, 3), (1, 1), (1, 1, 1, 1), 1, (1, 1)),  # 6-output steps + remainder 2
 ]
 
 
@@ -163,6 +165,43 @@ def test_requant_modes_are_exercised(tmp_path: Path) -> None:
         np.testing.assert_array_equal(host_run(tmp_path, g, x), compile_ref(g).run(x)[0])
 
 
+def test_identical_layers_share_their_functions(tmp_path: Path) -> None:
+    """Two layers of one shape and constants (other weights): one copy of the functions
+    (the ``#ifndef`` guard), each layer's ``@P@_dw`` passes its own arrays; both exact."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no host C compiler")
+    rng = np.random.default_rng(21)
+    graphs = [dw_graph(rng, (6, 6), 8, (3, 3), (1, 1), (1, 1, 1, 1), in_zp=3, out_zp=-128,
+                       out_scale=0.02) for _ in range(2)]
+    calls = [DepthwiseConv().prepare(g.nodes[0], g, M4) for g in graphs]
+    # the code is the same up to the prefix when the shapes and the layer constants agree
+    assert calls[0].code == calls[1].code
+    src = ['#include "depthwise.h"']
+    for name, call in zip(("A", "B"), calls, strict=True):
+        src += [array_decl(f"{name}_{a.name}", a) for a in call.arrays]
+        src.append(call.code.replace("@P@", name))
+    src.append("void run(int k, const int8_t *in, int8_t *out, int16_t *s)\n"
+               "{ if (k) B_dw(in, out, s); else A_dw(in, out, s); }")
+    text = "\n".join(src) + "\n"
+    c_file = tmp_path / "two.c"
+    c_file.write_text(text)
+    # the text holds the guarded functions twice; the preprocessor keeps one copy
+    pre = subprocess.run([cc, "-E", f"-I{C_DIR}", str(c_file)], check=True,
+                         capture_output=True, text=True).stdout
+    assert text.count("_chan(int c") == 2 and pre.count("_chan(int c") == 1
+    so = tmp_path / "two.so"
+    subprocess.run([cc, "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function",
+                    "-shared", "-fPIC", f"-I{C_DIR}", str(c_file), "-o", str(so)], check=True)
+    lib = ctypes.CDLL(str(so))
+    for k, (g, call) in enumerate(zip(graphs, calls, strict=True)):
+        x = rng.integers(-128, 128, size=(1, 6, 6, 8)).astype(np.int8)
+        out = np.zeros((6, 6, 8), np.int8)
+        scratch = np.zeros(call.scratch_bytes // 2, np.int16)
+        lib.run(k, _ptr(np.ascontiguousarray(x[0])), _ptr(out), _ptr(scratch))
+        np.testing.assert_array_equal(out[None], compile_ref(g).run(x)[0])
+
+
 def test_row_code_pairs_taps() -> None:
     """3x3 stride 1, 4 outputs: 3 words, registers (w0, w1) and (w1, w2), 8 multiplies."""
     rc = row_code(3, 1, 1, 4)
@@ -239,6 +278,10 @@ ASM_SHAPES = [
     ((5, 37), 4, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     ((9, 10), 5, (5, 5), (1, 1), (2, 2, 2, 2), (1, 1)),
     ((10, 9), 2, (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+    # 6-output steps (rows of >= 12 outputs): paired with a remainder, stride 2, wide pads
+    ((8, 14), 5, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((11, 25), 4, (3, 3), (2, 2), (0, 0, 1, 1), (1, 1)),
+    ((6, 12), 3, (3, 3), (1, 1), (2, 5, 1, 6), (1, 1)),
 ]
 
 
@@ -254,3 +297,32 @@ def test_emulator_asm_paths(wide_shift: bool) -> None:
         assert mode == (2 if wide_shift else UNIFORM)
         x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
         np.testing.assert_array_equal(_emulated(g, x), compile_ref(g).run(x)[0])
+
+
+def test_host_compact_code_matches_reference(tmp_path: Path) -> None:
+    """Compact code (the flash policy's smaller form: one step a trip, 16-pixel gather
+    trips) is exact too; wide rows so both differences apply."""
+    from edgenn.backends.cortexm.codesize import compact_code
+
+    rng = np.random.default_rng(41)
+    g = dw_graph(rng, (5, 37), 4, (3, 3), (1, 1), (1, 1, 1, 1), out_zp=-128)
+    x = rng.integers(-128, 128, size=(1, 5, 37, 4)).astype(np.int8)
+    with compact_code():
+        compact = DepthwiseConv().prepare(g.nodes[0], g, M4).code
+        np.testing.assert_array_equal(host_run(tmp_path, g, x), compile_ref(g).run(x)[0])
+    assert compact != DepthwiseConv().prepare(g.nodes[0], g, M4).code
+
+
+@needs_arm
+def test_emulator_compact_code() -> None:
+    """The M4 build in compact form (``compile_cortexm(compact=True)``) is exact."""
+    pytest.importorskip("unicorn")
+    from edgenn.backends.cortexm.executable import compile_cortexm
+
+    rng = np.random.default_rng(43)
+    for hw, c, k, strides, pads, dil in (ASM_SHAPES[4], ASM_SHAPES[8]):
+        g = dw_graph(rng, hw, c, k, strides, pads, Activation.RELU, out_zp=-128, dil=dil)
+        x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
+        exe = compile_cortexm(g, "cortex-m4", widen="none", compact=True)
+        assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["depthwise_s8"]
+        np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])

@@ -10,7 +10,7 @@ one aligned 32-bit load is a pair of horizontally adjacent inputs ``(x[a], x[a+1
 * an output starting on an odd column pairs (kx+1, kx+2) and takes its first tap with one
   SMLATB (top half of the word); odd tap counts leave one SMLABx per row.
 
-Per step the generated code computes ``NO`` (4; a whole row of 5-6) neighbouring outputs of
+Per step the generated code computes ``NO`` (4 or 6; a whole row of 5-6) neighbouring outputs of
 one row: for a 3x3 stride-1 kernel a row of taps is 3 loads (``x0..x5``), 2 weight registers
 ``(w0, w1)``, ``(w1, w2)`` and 8 multiplies for 12 MACs; neighbouring windows share the loads.
 Padding is the plane's border (the input zero point, whose products cancel the folded bias
@@ -34,16 +34,28 @@ into the pair registers the loop reads (``dwk_wpair``, constant indices). Requan
   :func:`fast_common.fast_requant_mode` (weights doubled when widened);
 * mode 0: TFLite's exact double rounding.
 
+Flash: a channel's record is {bias, m} (int32) plus one int8 ``s`` (sc, r or TFLite's shift);
+Ra / half are the same function of ``s`` for every channel of the layer and are rebuilt in
+the channel setup (9 bytes a channel instead of 16). The layer's functions take the arrays as
+parameters and are named by a hash of their text under an ``#ifndef``: layers of the same
+shape and constants share one copy.
+
+Steps: 6 outputs on rows of >= 12 (or a multiple of 6), the whole row on rows of 5-6, else
+4 (see :func:`plan_layer`). The planes' zero-point borders are written once a layer (the
+gathers rewrite only the interiors).
+
 Any kernel size, stride, dilation, padding, channel count and depth multiplier; the arrays
 and loops are generated for the layer's shape (never a list of known shapes).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
@@ -203,17 +215,26 @@ def plan_layer(p: ConvParams) -> Plan:
     if uni is not None:
         rec, big_r = uni
         plan = Plan(p, p.out_c // p.in_c, ph, pw, no, rc, UNIFORM, rec, big_r, planes)
-        if 4 < p.out_w <= 6:
-            # a narrow row in one asm step (no 1- or 2-output remainder step) when it fits
-            wide = replace(plan, no=p.out_w, rc=row_code(p.k_w, p.stride_w, p.dil_w, p.out_w))
-            if _asm_ok(wide, wide.no):
-                return wide
-        return plan
-    bias = folded_bias(p.bias, p.w, p.in_zp)
-    mode = fast_requant_mode(p.w, bias, p.shift, p.mult, p.out_zp, p.act_min, p.act_max)
-    # fast modes: the doubled bias goes with weights doubled when widened (sc = 1)
-    rec = quant_records(bias, p.mult, p.shift, p.out_zp, mode).reshape(-1, 4)
-    return Plan(p, p.out_c // p.in_c, ph, pw, no, rc, mode, rec, 0, planes)
+    else:
+        bias = folded_bias(p.bias, p.w, p.in_zp)
+        mode = fast_requant_mode(p.w, bias, p.shift, p.mult, p.out_zp, p.act_min, p.act_max)
+        # fast modes: the doubled bias goes with weights doubled when widened (sc = 1)
+        rec = quant_records(bias, p.mult, p.shift, p.out_zp, mode).reshape(-1, 4)
+        plan = Plan(p, p.out_c // p.in_c, ph, pw, no, rc, mode, rec, 0, planes)
+    # the wider asm steps (modes 3 and 2, see _asm_ok) when they fit their registers
+    if 4 < p.out_w <= 6:
+        # a narrow row in one asm step (no 1- or 2-output remainder step)
+        wide = replace(plan, no=p.out_w, rc=row_code(p.k_w, p.stride_w, p.dil_w, p.out_w))
+        if _asm_ok(wide, wide.no):
+            return wide
+    if p.out_w >= 12 or (p.out_w > 6 and p.out_w % 6 == 0):
+        # wide rows: 6 outputs a step when its asm fits (14 registers) both as the first
+        # and the second step of a trip. Measured on 3x3 strides 1 and 2: 3-8% faster
+        # than 4 (the weight loads and the load groups' first cycles amortise over 6)
+        six = replace(plan, no=6, rc=row_code(p.k_w, p.stride_w, p.dil_w, 6))
+        if _asm_ok(six, 6) and _asm_ok(six, 6, 1):
+            return six
+    return plan
 
 
 def _requant(plan: Plan, acc: str) -> str:
@@ -376,7 +397,8 @@ def _steps(plan: Plan) -> str:
     nsteps, rest = divmod(p.out_w, plan.no)
     adv_row, adv_o = plan.no * p.stride_w, plan.no * p.out_c
     out = ""
-    if nsteps >= 2 and _asm_ok(plan, plan.no, 1):
+    # compact code: one step a trip (the paired trip doubles the step's code)
+    if nsteps >= 2 and _asm_ok(plan, plan.no, 1) and not is_compact():
         # two steps a trip, the second one's offsets folded into its immediates: half the
         # loop overhead (add, add, cmp, taken branch) per step
         out += (f"            for (int s = 0; s < {nsteps // 2}; s++, row += {2 * adv_row}, "
@@ -407,7 +429,7 @@ def _gather1(p: ConvParams, pw: int) -> str:
         body.append(f"        fast_store32(d0 + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));")
     if w % 2:
         body.append(f"        d0[{w - 1}] = s[{(w - 1) * c}];")
-    return ("static void @P@_gather1(const int8_t *src, int16_t *d0)\n{\n"
+    return ("static void @F@_gather1(const int8_t *src, int16_t *d0)\n{\n"
             f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, d0 += {pw}) {{\n"
             "        const int8_t *s = src;\n" + "\n".join(body) + "\n    }\n}\n")
 
@@ -417,11 +439,15 @@ def _gather2(p: ConvParams, pw: int) -> str:
 
     Per two pixels: two LDRH (channels c, c+1 of each), one ORR, SXTB16 and SXTB16 ROR 8
     split them into the pairs (x_c[p], x_c[p+1]) and (x_c1[p], x_c1[p+1]), two STR: about
-    1.9 cycles an input instead of ~5 for a byte loop. Rows of up to 16 pixels are unrolled.
+    1.9 cycles an input instead of ~5 for a byte loop. Rows of up to 48 pixels (16 in compact
+    code) are unrolled.
     """
     c, w = p.in_c, p.in_w
     # pixels per loop trip (even unless it is the whole row)
-    chunk = w if w <= 16 else (16 if 15 * c <= 4095 else 8)
+    # why 48: a whole row per trip saves the trip overhead (~6 cycles a 16-pixel trip: 14k
+    # cycles on VWW for 0.8 KB); compact code keeps 16
+    whole = 16 if is_compact() else 48
+    chunk = w if w <= whole and (w - 1) * c <= 4095 else (16 if 15 * c <= 4095 else 8)
 
     def pair_c(i: int, ind: str) -> str:
         return (f"{ind}{{\n{ind}    const uint32_t v = dwk_ld16(s + {i * c}) | "
@@ -474,18 +500,100 @@ def _gather2(p: ConvParams, pw: int) -> str:
         if rest:
             body.append(f"        s += {chunk * c}, d0 += {chunk}, d1 += {chunk};")
     body += pixels(rest, "        ")
-    return ("static void @P@_gather2(const int8_t *src, int16_t *p0, int16_t *p1)\n{\n"
+    return ("static void @F@_gather2(const int8_t *src, int16_t *p0, int16_t *p1)\n{\n"
             f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, p0 += {pw}, "
             f"p1 += {pw}) {{\n"
             "        const int8_t *s = src;\n        int16_t *d0 = p0, *d1 = p1;\n"
             + "\n".join(body) + "\n    }\n}\n")
 
 
-def generate(plan: Plan) -> str:
-    """The layer's C: gathers, per-channel weight widening and the unrolled steps."""
+def ra_base(plan: Plan) -> int:
+    """Mode 3: the layer constant K of ``Ra = 2^(sc-2) + K`` (as uint32; sc = 1 + d).
+
+    Ra = 2^(d-1) + half 2^d with half 2^d = 2^(R-1) + out_zp 2^R, the same for every
+    channel, so Ra follows from the channel's ``sc`` (the sum wraps in uint32 to the proven
+    int32 Ra).
+    """
+    return ((1 << (plan.big_r - 1)) + (plan.p.out_zp << plan.big_r)) & 0xFFFFFFFF
+
+
+def _derived(plan: Plan, s: np.ndarray) -> tuple[np.ndarray, int]:
+    """The record entry the C rebuilds from the int8 ``s`` (uint32 values) and its column."""
+    if plan.mode == UNIFORM:
+        return ((np.int64(1) << (s - 2)) + ra_base(plan)) & 0xFFFFFFFF, 2
+    # modes 1/2: half = 2^(r-1) + out_zp 2^r (mode 0 reads no fourth entry)
+    return ((np.int64(1) << (s - 1)) + (plan.p.out_zp << s)) & 0xFFFFFFFF, 3
+
+
+def quant_arrays(plan: Plan) -> tuple[CArray, CArray]:
+    """The flash records: ``quant`` {bias, m} (int32 [Cout, 2]) and ``s`` (int8 [Cout]).
+
+    ``s`` is sc (mode 3), the right shift r (modes 1/2) or TFLite's shift (mode 0); the other
+    record entries (Ra, half) are the same function of it for every channel and are rebuilt
+    per channel (:func:`quant_regs`): 9 bytes a channel of flash instead of 16, for a few
+    cycles a channel.
+    """
+    rec = plan.records
+    col = 3 if plan.mode == UNIFORM else 2
+    s = rec[:, col].astype(np.int64)
+    assert np.all((s >= -128) & (s <= 127))
+    if plan.mode:
+        got, at = _derived(plan, s)
+        assert np.array_equal(got, rec[:, at].astype(np.int64) & 0xFFFFFFFF)
+    return (CArray("quant", "int32_t", np.ascontiguousarray(rec[:, :2])),
+            CArray("s", "int8_t", s.astype(np.int8)))
+
+
+def quant_regs(plan: Plan) -> str:
+    """C: ``bias, q1, q2, q3`` of the channel (q points at its record, ``s`` = @P@_s[oc])."""
+    head = "        const int32_t bias = q[0], q1 = q[1];\n"
+    if plan.mode == UNIFORM:
+        return head + ("        const int32_t q2 = (int32_t)((1u << (s - 2)) + "
+                       f"{ra_base(plan)}u), q3 = 0;\n")
+    if plan.mode:
+        zp = plan.p.out_zp & 0xFFFFFFFF
+        return head + ("        const int32_t q2 = s, q3 = (int32_t)((1u << (s - 1)) + "
+                       f"({zp}u << s));\n")
+    return head + "        const int32_t q2 = s, q3 = 0;\n"
+
+
+def _borders(plan: Plan, zp16: int) -> str:
+    """C: the input zero point into the planes' borders, once a layer (the gathers rewrite
+    the interiors only): whole top / bottom rows as words, the left / right strips of the
+    interior rows as halfwords. why not the whole plane: a stride-2 plane is ~4x the
+    outputs and filling it all cost ~5 cycles a word (12k cycles on a 48x48 layer)."""
+    p, pw = plan.p, plan.pw
+    size = plan.ph * pw
+    bot0 = (p.pad_t + p.in_h) * pw  # even: pw is
+    lines = ["    { /* the zero-point borders */",
+             "        uint32_t *pz = (uint32_t *)(void *)plane;", "        (void)pz;"]
+    for k in range(plan.planes):
+        for a, b in ((k * size, k * size + p.pad_t * pw), (k * size + bot0, (k + 1) * size)):
+            if b > a:
+                lines.append(f"        for (int i = {a // 2}; i < {b // 2}; i++) pz[i] = {zp16}u;")
+    right0 = p.pad_l + p.in_w
+    strips = [(0, p.pad_l), (right0, pw)]
+    if p.in_h and (p.pad_l or pw > right0):
+        lines.append(f"        for (int y = 0; y < {p.in_h}; y++) {{")
+        lines.append(f"            int16_t *r = plane + {p.pad_t * pw} + y * {pw};")
+        zp = f"(int16_t){p.in_zp}"
+        for k in range(plan.planes):
+            for a, b in strips:
+                a, b = a + k * size, b + k * size
+                if b - a > 4:
+                    lines.append(f"            for (int j = {a}; j < {b}; j++) r[j] = {zp};")
+                else:
+                    lines += [f"            r[{j}] = {zp};" for j in range(a, b)]
+        lines.append("        }")
+    return "\n".join(lines) + "\n    }\n"
+
+
+def _body(plan: Plan) -> str:
+    """The layer's functions (``@F@_`` names, the flash arrays as parameters): gathers,
+    per-channel weight widening and the unrolled steps."""
     p, rc = plan.p, plan.rc
     pw = plan.pw
-    sc = {UNIFORM: "q[3]", 0: "0"}.get(plan.mode, "1")
+    sc = {UNIFORM: "s", 0: "0"}.get(plan.mode, "1")
     taps = p.k_h * p.k_w
     wide = []
     for ky in range(p.k_h):
@@ -497,16 +605,16 @@ def generate(plan: Plan) -> str:
     steps = _steps(plan)
     chan = (
         "/* the depth-multiplier output channels of input channel c from its plane */\n"
-        "static void __attribute__((noinline)) @P@_chan(int c, const int16_t *plane, "
-        "int8_t *out)\n{\n"
+        "static void __attribute__((noinline)) @F@_chan(int c, const int16_t *plane, "
+        "int8_t *out,\n    const int8_t *wts, const int32_t *quant, const int8_t *ss)\n{\n"
         f"    for (int m = 0; m < {plan.mult}; m++) {{\n"
         f"        const int oc = c * {plan.mult} + m;\n"
-        f"        const int32_t *q = @P@_quant + 4 * oc;\n"
-        f"        const int8_t *wk = @P@_w + {taps} * oc;\n"
+        "        const int32_t *q = quant + 2 * oc, s = ss[oc];\n"
+        f"        const int8_t *wk = wts + {taps} * oc;\n"
         f"        const int32_t sc = {sc};\n"
         f"        uint32_t wb[{p.k_h * len(rc.regs) + 3}];\n"
         + "\n".join(wide) + "\n"
-        "        const int32_t bias = q[0], q1 = q[1], q2 = q[2], q3 = q[3];\n"
+        + quant_regs(plan) +
         f"        wb[{p.k_h * len(rc.regs)}] = (uint32_t)q1; /* the record: for the asm steps */\n"
         f"        wb[{p.k_h * len(rc.regs) + 1}] = (uint32_t)q2;\n"
         f"        wb[{p.k_h * len(rc.regs) + 2}] = (uint32_t)q3;\n"
@@ -520,27 +628,40 @@ def generate(plan: Plan) -> str:
     size = plan.ph * pw
     if plan.planes == 2:
         loop = (f"    for (int c = 0; c + 1 < {p.in_c}; c += 2) {{\n"
-                f"        @P@_gather2(in + c, plane + {off}, plane + {size + off});\n"
-                f"        @P@_chan(c, plane, out);\n"
-                f"        @P@_chan(c + 1, plane + {size}, out);\n    }}\n")
+                f"        @F@_gather2(in + c, plane + {off}, plane + {size + off});\n"
+                f"        @F@_chan(c, plane, out, wts, quant, ss);\n"
+                f"        @F@_chan(c + 1, plane + {size}, out, wts, quant, ss);\n    }}\n")
         if p.in_c % 2:
-            loop += (f"    @P@_gather1(in + {p.in_c - 1}, plane + {off});\n"
-                     f"    @P@_chan({p.in_c - 1}, plane, out);\n")
+            loop += (f"    @F@_gather1(in + {p.in_c - 1}, plane + {off});\n"
+                     f"    @F@_chan({p.in_c - 1}, plane, out, wts, quant, ss);\n")
         gathers = _gather2(p, pw) + (_gather1(p, pw) if p.in_c % 2 else "")
     else:
         loop = (f"    for (int c = 0; c < {p.in_c}; c++) {{\n"
-                f"        @P@_gather1(in + c, plane + {off});\n"
-                f"        @P@_chan(c, plane, out);\n    }}\n")
+                f"        @F@_gather1(in + c, plane + {off});\n"
+                f"        @F@_chan(c, plane, out, wts, quant, ss);\n    }}\n")
         gathers = _gather1(p, pw)
     return (
         gathers + chan
-        + "static void @P@_dw(const int8_t *in, int8_t *out, int16_t *plane)\n{\n"
-        "    { /* the zero-point borders, once: the gathers rewrite the interiors only */\n"
-        "        uint32_t *pz = (uint32_t *)(void *)plane;\n"
-        f"        for (int i = 0; i < {plan.planes * size // 2}; i++) {{\n"
-        f"            pz[i] = {zp16}u;\n        }}\n    }}\n"
-        + loop + "}\n"
+        + "static void __attribute__((noinline)) @F@_dw(const int8_t *in, int8_t *out, "
+        "int16_t *plane,\n    const int8_t *wts, const int32_t *quant, const int8_t *ss)\n{\n"
+        + _borders(plan, zp16) + loop + "}\n"
     )
+
+
+def generate(plan: Plan) -> str:
+    """The layer's C: its functions under a name derived from their text, and ``@P@_dw``.
+
+    why: layers of the same shape and constants (VWW's five 6x6x128 ones) emit the same
+    functions; the ``#ifndef`` keeps one copy in model.c, the per-layer ``@P@_dw`` (inlined)
+    passes its own weights and records. Costs nothing per channel (the arrays were literal
+    pool constants, now registers) and saves the duplicates' flash.
+    """
+    body = _body(plan)
+    tag = "dwk_" + hashlib.sha1(body.encode()).hexdigest()[:12]
+    guard = tag.upper()
+    return (f"#ifndef {guard}\n#define {guard}\n" + body.replace("@F@", tag) + "#endif\n"
+            "static void @P@_dw(const int8_t *in, int8_t *out, int16_t *plane)\n{\n"
+            f"    {tag}_dw(in, out, plane, @P@_w, @P@_quant, @P@_s);\n}}\n")
 
 
 def dw_supported(node: Node, graph: Graph) -> bool:
@@ -579,7 +700,7 @@ class DepthwiseConv:
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
             sources=("depthwise.h",),
-            arrays=(CArray("w", "int8_t", w), CArray("quant", "int32_t", plan.records)),
+            arrays=(CArray("w", "int8_t", w), *quant_arrays(plan)),
             scratch_bytes=plan.scratch_bytes,
             kernel_name=self.name,
             code=generate(plan),
