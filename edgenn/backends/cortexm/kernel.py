@@ -92,6 +92,10 @@ class KernelCall:
     # a short comment placed above the call in model.c (shapes, parameters)
     comment: str = ""
     code: str = ""  # per-layer generated C (see the module docstring), "@P@" = layer prefix
+    # True when output 0 may be written over input 0: the kernel reads every input byte an
+    # output byte depends on before writing it, and writes no other bytes (the planner decides
+    # whether the input's lifetime allows it: codegen/memory.py in_place_pairs)
+    in_place: bool = False
     extra: dict[str, object] = field(default_factory=dict)
 
 

@@ -6,7 +6,7 @@ for any tensor not alive at the same step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph
@@ -32,12 +32,63 @@ def buffers_with_scratch(graph: Graph, scratch_bytes: Sequence[int]) -> list[Buf
     return bufs
 
 
-def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greedy") -> MemoryPlan:
-    """Offsets of every tensor (Reshape aliases included) and scratch buffer, self-checked."""
-    plan = check_plan(get_planner(planner).plan(buffers_with_scratch(graph, scratch_bytes)))
-    aliases = reshape_aliases(graph)
+def in_place_pairs(graph: Graph, bufs: Sequence[Buffer],
+                   in_place: Iterable[int]) -> tuple[dict[str, str], list[Buffer]]:
+    """(output -> input buffer, the buffers with each such pair merged into one).
+
+    A layer ``i`` in ``in_place`` (its kernel reads every input byte an output byte depends
+    on before it writes that output byte, and writes no other bytes) may write its output over
+    its first input when that input dies at this layer: the input buffer's last use is step
+    ``i`` and it is not (an alias of) a graph output. The merged buffer keeps the input's name
+    and first use, lasts until the output's last use and is as large as the larger of the two.
+    """
+    owners = reshape_aliases(graph)
+    outputs = {owners.get(o, o) for o in graph.outputs}
+    merged = {b.name: b for b in bufs}  # insertion order kept: the planner sees the same order
+    pairs: dict[str, str] = {}
+    for i in sorted(set(in_place)):
+        node = graph.nodes[i]
+        if not node.inputs or not node.inputs[0] or len(node.outputs) != 1:
+            continue
+        src = owners.get(node.inputs[0], node.inputs[0])
+        src = pairs.get(src, src)  # an input that is itself an in-place output
+        out = node.outputs[0]
+        if src not in merged or out not in merged or src in outputs:
+            continue
+        if merged[src].last_use != i:
+            continue
+        a, b = merged[src], merged.pop(out)
+        merged[src] = Buffer(src, max(a.size, b.size), a.first_use, b.last_use)
+        pairs[out] = src
+    return pairs, list(merged.values())
+
+
+def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greedy",
+               in_place: Iterable[int] = ()) -> MemoryPlan:
+    """Offsets of every tensor (Reshape aliases included) and scratch buffer, self-checked.
+
+    ``in_place``: indices of layers whose kernels can write their output over their input
+    (:func:`in_place_pairs` decides where that is allowed); such outputs share the input's
+    offset and appear in the plan's ``aliases`` when that makes the arena smaller.
+    """
+    plain = buffers_with_scratch(graph, scratch_bytes)
+    plan = check_plan(get_planner(planner).plan(plain))
+    pairs, bufs = in_place_pairs(graph, plain, in_place)
+    if pairs:
+        # why: a merged buffer lives longer than either half, and the greedy placement can do
+        # worse with it: keep the in-place plan only when its arena is smaller
+        shared = check_plan(get_planner(planner).plan(bufs))
+        if shared.peak_bytes < plan.peak_bytes:
+            plan = shared
+        else:
+            pairs = {}
     offsets = dict(plan.offsets)
-    offsets.update({alias: plan.offsets[owner] for alias, owner in aliases.items()})
+    aliases = dict(pairs)
+    for out, src in pairs.items():
+        offsets[out] = offsets[src]
+    for alias, owner in reshape_aliases(graph).items():
+        offsets[alias] = offsets[owner]
+        aliases[alias] = owner
     return MemoryPlan(offsets, plan.peak_bytes, plan.alignment, plan.buffers, aliases,
                       plan.planner)
 

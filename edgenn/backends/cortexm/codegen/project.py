@@ -108,7 +108,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
                                 skip_configs, copy_aliases=skip_copy)
         plan = skip.plan
     else:
-        plan = plan_arena(graph, [c.scratch_bytes for c in calls])
+        plan = plan_arena(graph, [c.scratch_bytes for c in calls],
+                          in_place=[i for i, c in enumerate(calls) if c.in_place])
     arena = max(16, plan.peak_bytes)
     if arena + stack_bytes > ram_kb * 1024:
         raise PlanError(f"graph {graph.name!r}: arena of {arena:,} bytes plus {stack_bytes:,} "

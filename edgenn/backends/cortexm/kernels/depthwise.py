@@ -704,6 +704,10 @@ class DepthwiseConv:
             scratch_bytes=plan.scratch_bytes,
             kernel_name=self.name,
             code=generate(plan),
+            # why: channel c's input is gathered into the plane before any output byte of
+            # channel c is stored, and output (pixel, c) is the only byte written at that
+            # offset: with depth multiplier 1 the output may overwrite the input
+            in_place=plan.mult == 1,
             comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, depthwise int16 plane, "
             f"{plan.no} outputs a step (requant mode {plan.mode})",
