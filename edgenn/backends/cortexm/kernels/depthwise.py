@@ -605,7 +605,10 @@ def _body(plan: Plan) -> str:
     steps = _steps(plan)
     chan = (
         "/* the depth-multiplier output channels of input channel c from its plane */\n"
-        "static void __attribute__((noinline)) @F@_chan(int c, const int16_t *plane, "
+        # why noipa, not noinline: arm-none-eabi-gcc 12.2 -O2 deleted the call of an IPA-CP
+        # clone of this function as dead (1x1 kernel, one channel, 2-wide rows: outputs never
+        # written); noipa keeps gcc's interprocedural passes off it
+        "static void __attribute__((noipa)) @F@_chan(int c, const int16_t *plane, "
         "int8_t *out,\n    const int8_t *wts, const int32_t *quant, const int8_t *ss)\n{\n"
         f"    for (int m = 0; m < {plan.mult}; m++) {{\n"
         f"        const int oc = c * {plan.mult} + m;\n"
