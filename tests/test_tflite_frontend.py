@@ -164,6 +164,32 @@ def test_unsupported_operator_message() -> None:
     assert str(err.value) == "sub.tflite: node 'out': unsupported operator 'SUB'"
 
 
+def test_empty_optional_tensor_is_not_corruption_the_operator_is_named() -> None:
+    """An LSTM with an omitted optional operand (shape [0], as TFLite writes it): the file is
+    fine, the missing operator is what the one-line error names."""
+    data = build([T("x", (1, 3, 4)), T("peephole", (0,)), T("out", (1, 3, 4))],
+                 [Op(44, [0, 1], [2])], [0], [2])  # UNIDIRECTIONAL_SEQUENCE_LSTM
+    with pytest.raises(UnsupportedOperatorError) as err:
+        load_tflite(data, "lstm.tflite")
+    assert str(err.value) == ("lstm.tflite: node 'out': unsupported operator "
+                              "'UNIDIRECTIONAL_SEQUENCE_LSTM'")
+
+
+def test_empty_operand_of_a_supported_operator_is_refused() -> None:
+    data = build([T("a", (1, 4)), T("b", (0,)), T("out", (1, 4))], [Op(0, [0, 1], [2])],
+                 [0, 1], [2])  # ADD
+    with pytest.raises(ModelFormatError) as err:
+        load_tflite(data, "add.tflite")
+    assert str(err.value) == ("add.tflite: node 'out': operand 'b' of ADD has the empty "
+                              "shape [0]")
+
+
+def test_empty_graph_input_is_refused() -> None:
+    data = build([T("a", (0, 4)), T("out", (0, 4))], [Op(22, [0], [1])], [0], [1])  # RESHAPE
+    with pytest.raises(ModelFormatError, match="has the empty shape"):
+        load_tflite(data, "empty.tflite")
+
+
 def test_custom_operator_message() -> None:
     data = build([T("a", (1, 4)), T("out", (1, 4))], [Op(32, [0], [1], custom_code="Fancy")],
                  [0], [1])

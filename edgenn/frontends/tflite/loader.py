@@ -34,11 +34,23 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
                 f"{name}: node {b.op_name(op)!r}: unsupported operator "
                 f"{_op_type_name(op.opcode, op.custom_code)!r}"
             )
+        for index in (*op.inputs, *op.outputs):
+            if index >= 0 and 0 in raw.tensors[index].shape:
+                # why: empty tensors are omitted optional operands, which no converted
+                # operator takes; refuse them here rather than deep inside a kernel
+                raise ModelFormatError(
+                    f"{name}: node {b.op_name(op)!r}: operand {b.names[index]!r} of "
+                    f"{_op_type_name(op.opcode, op.custom_code)} has the empty shape "
+                    f"{list(raw.tensors[index].shape)}")
         convert(b, op)
     if not raw.inputs or not raw.outputs:
         raise ModelFormatError(f"{name}: the subgraph declares no inputs or no outputs")
     inputs = tuple(b.tensor(i).name for i in raw.inputs)
     outputs = tuple(b.tensor(i).name for i in raw.outputs)
+    for io in (*inputs, *outputs):
+        if 0 in b.tensors[io].shape:  # empty tensors are omitted optional operands only
+            raise ModelFormatError(f"{name}: graph input/output {io!r} has the empty shape "
+                                   f"{list(b.tensors[io].shape)}")
     meta = {"format": "tflite", "version": str(raw.version)}
     if raw.description:
         meta["description"] = raw.description

@@ -163,7 +163,10 @@ class _Reader:
         if not 0 <= rank <= MAX_RANK:
             raise self.fail(f"tensor {index} has rank {rank}")
         shape = tuple(int(d) for d in np.asarray(t.ShapeAsNumpy() if rank else [], np.int64))
-        if any(d <= 0 for d in shape):
+        # why 0 is allowed: TFLite writes omitted optional operands (an LSTM's peephole or
+        # projection weights) as tensors of shape [0]; only negative sizes are corrupt. An
+        # operator that cannot take an empty tensor says so when it is converted.
+        if any(d < 0 for d in shape):
             raise self.fail(f"tensor {index} has shape {list(shape)}")
         if int(np.prod(shape, dtype=object)) > MAX_ELEMENTS:
             raise self.fail(f"tensor {index} shape {list(shape)} is implausibly large")
