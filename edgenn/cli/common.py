@@ -25,3 +25,45 @@ def save_npy(path: str, array: np.ndarray) -> None:
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
     atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def load_inputs(paths: list[str], names: tuple[str, ...]) -> list[np.ndarray]:
+    """The model's inputs from ``--input`` arguments: one ``.npy`` per input in the model's
+    input order, or one ``.npz`` whose arrays are named after the inputs. Never unpickles."""
+    if len(paths) == 1 and paths[0].endswith(".npz"):
+        path = paths[0]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except FileNotFoundError:
+            raise DataError(f"{path}: no such file") from None
+        except (ValueError, OSError, EOFError) as err:
+            raise DataError(f"{path}: not a readable .npz archive ({err})") from None
+        missing = [n for n in names if n not in arrays]
+        extra = sorted(set(arrays) - set(names))
+        if missing or extra:
+            raise DataError(f"{path}: arrays {sorted(arrays)}; the model's inputs are "
+                            f"{list(names)}" + (f" (missing {missing})" if missing else "")
+                            + (f" (unknown {extra})" if extra else ""))
+        return [arrays[n] for n in names]
+    if len(paths) != len(names):
+        raise DataError(f"{len(paths)} --input given; the model takes {len(names)} input(s) "
+                        f"{list(names)}: one --input per input in this order, or one .npz "
+                        "with arrays of these names")
+    return [load_npy(p) for p in paths]
+
+
+def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarray]) -> None:
+    """Write the outputs: one ``.npy`` per ``--output`` in the model's output order, or one
+    ``.npz`` holding every output under its name (atomically, like every file we write)."""
+    if len(paths) == 1 and paths[0].endswith(".npz"):
+        buf = io.BytesIO()
+        # why the ignore: numpy's stub reads the ** mapping as its allow_pickle flag
+        np.savez(buf, **dict(zip(names, arrays, strict=True)))  # type: ignore[arg-type]
+        atomic_write_bytes(Path(paths[0]), buf.getvalue())
+        return
+    if len(paths) != len(names):
+        raise DataError(f"{len(paths)} --output given; the model has {len(names)} output(s) "
+                        f"{list(names)}: one --output per output in this order, or one .npz")
+    for path, array in zip(paths, arrays, strict=True):
+        save_npy(path, array)

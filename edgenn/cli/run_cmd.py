@@ -1,4 +1,8 @@
-"""``edgenn run MODEL --input X.npy --output Y.npy [--target ref]``."""
+"""``edgenn run MODEL --input X.npy --output Y.npy [--target ref]``.
+
+Several inputs: one ``--input`` per model input, in the model's input order, or one ``.npz``
+whose arrays are named after the inputs; outputs likewise (``--output`` per output, or one
+``.npz``)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.api import TARGETS, compile_model, load_model
-from edgenn.cli.common import load_npy, save_npy
+from edgenn.cli.common import load_inputs, save_outputs
 from edgenn.cli.compile_cmd import (
     add_device_options,
     add_host_options,
@@ -16,14 +20,20 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import progress
+from edgenn.errors import DataError
 from edgenn.evaluate import batches
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="run a model on a .npy batch of inputs")
     p.add_argument("model")
-    p.add_argument("--input", required=True, help="[N, *input shape] in the model's input dtype")
-    p.add_argument("--output", required=True, help="where to write [N, *output shape] (.npy)")
+    p.add_argument("--input", required=True, action="append",
+                   help="[N, *input shape] in the model's input dtype (.npy); repeat once per "
+                        "model input in its order, or give one .npz with arrays named after "
+                        "the inputs")
+    p.add_argument("--output", required=True, action="append",
+                   help="where to write [N, *output shape] (.npy); repeat once per model "
+                        "output, or give one .npz (arrays named after the outputs)")
     p.add_argument("--target", default="ref", choices=TARGETS)
     add_device_options(p)
     add_vta_options(p)
@@ -34,16 +44,22 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     graph = load_model(args.model)
-    x = load_npy(args.input)
+    xs = [x.reshape(1) if x.ndim == 0 else x for x in load_inputs(args.input, graph.inputs)]
+    # why before compiling: a wrong --output count is known now, not after a long build
+    if not (len(args.output) == 1 and args.output[0].endswith(".npz")) and \
+            len(args.output) != len(graph.outputs):
+        save_outputs(args.output, graph.outputs, [])
+    if len({len(x) for x in xs}) > 1:
+        raise DataError(f"the inputs have different batch sizes {[len(x) for x in xs]}")
     exe = compile_model(graph, target=args.target, **target_options(args))
-    if x.ndim == 0:
-        x = x.reshape(1)
-    outs = []
-    with progress("running", len(x)) as advance:
-        for sl in batches(len(x), max(1, args.batch)):
-            outs.append(exe.run(x[sl])[0])
+    n = len(xs[0]) if xs else 0
+    outs: list[list[np.ndarray]] = [[] for _ in graph.outputs]
+    with progress("running", n) as advance:
+        for sl in batches(n, max(1, args.batch)):
+            for k, y in enumerate(exe.run(*(x[sl] for x in xs))):
+                outs[k].append(y)
             advance(sl.stop - sl.start)
     # An empty batch still has the declared result shape.
-    y = np.concatenate(outs) if outs else exe.run(x)[0]
-    save_npy(args.output, y)
+    ys = [np.concatenate(o) for o in outs] if n else exe.run(*xs)
+    save_outputs(args.output, graph.outputs, ys)
     return 0
