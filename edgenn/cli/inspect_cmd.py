@@ -1,4 +1,6 @@
-"""``edgenn inspect MODEL [--json]``: nodes, shapes, dtypes, MACs, parameters, planned arena."""
+"""``edgenn inspect MODEL [--json] [--target CORE]``: nodes, shapes, dtypes, MACs, parameters,
+planned arena; with ``--target`` the kernel each layer would get on that core and the layers
+it cannot run, before any build."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ from typing import Any
 
 from edgenn.analysis import layer_costs
 from edgenn.api import load_model
+from edgenn.backends.cortexm.kernel import select_kernel
+from edgenn.backends.cortexm.targets import CORES, get_core
 from edgenn.cli.console import console, table
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph
 from edgenn.memory import plan_graph
 
@@ -18,7 +23,32 @@ def add_parser(sub: Any) -> None:
     p.add_argument("model", help=".onnx or .tflite file")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--planner", choices=("greedy", "linear"), default="greedy")
+    p.add_argument("--target", choices=tuple(CORES), default=None,
+                   help="also show the kernel each layer gets on this core (weights int8) and "
+                        "which layers it cannot run")
     p.set_defaults(func=run)
+
+
+def target_kernels(graph: Graph, target: str) -> list[str | None]:
+    """Per layer, the kernel the registry picks on ``target`` (None: no kernel runs it)."""
+    core = get_core(target)
+    names: list[str | None] = []
+    for node in graph.nodes:
+        try:
+            names.append(select_kernel(node, graph, core).name)
+        except UnsupportedOperatorError:
+            names.append(None)
+    return names
+
+
+def unsupported_line(graph: Graph, target: str, kernels: list[str | None]) -> str | None:
+    """``"3 of 31 layers are not supported by cortex-m4: ..."``, or None when all are."""
+    missing = [(n, graph.tensor(n.inputs[0]).dtype.value if n.inputs and n.inputs[0] else "?")
+               for n, k in zip(graph.nodes, kernels, strict=True) if k is None]
+    if not missing:
+        return None
+    what = ", ".join(f"{n.name!r} ({n.op}, {dt})" for n, dt in missing)
+    return f"{len(missing)} of {len(graph.nodes)} layers are not supported by {target}: {what}"
 
 
 def summary(graph: Graph, planner: str = "greedy") -> dict[str, Any]:
@@ -66,16 +96,26 @@ def skippable_blocks(graph: Graph) -> list[dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     graph = load_model(args.model)
     info = summary(graph, args.planner)
+    target = getattr(args, "target", None)
+    kernels: list[str | None] = []
+    if target:
+        kernels = target_kernels(graph, target)
+        info["target"] = target
+        for layer, kernel in zip(info["layers"], kernels, strict=True):
+            layer["kernel"] = kernel
+        info["unsupported"] = unsupported_line(graph, target, kernels)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     rows = [
         (i, layer["name"], layer["op"], "x".join(map(str, layer["shape"])), layer["dtype"],
+         *((layer["kernel"] or "NOT SUPPORTED",) if target else ()),
          f"{layer['macs']:,}", f"{layer['param_bytes']:,}")
         for i, layer in enumerate(info["layers"])
     ]
-    console.print(table(f"{args.model}", ["#", "name", "op", "output", "dtype", "MACs", "params B"],
-                        rows, right_align_from=5))
+    cols = ["#", "name", "op", "output", "dtype", *(["kernel"] if target else []), "MACs",
+            "params B"]
+    console.print(table(f"{args.model}", cols, rows, right_align_from=len(cols) - 2))
     for t in info["inputs"]:
         console.print(f"input  {t['name']}: {t['dtype']}{t['shape']} quant={t['quant']}")
     for t in info["outputs"]:
@@ -87,4 +127,6 @@ def run(args: argparse.Namespace) -> int:
         f"total MACs {info['total_macs']:,}   parameters {info['param_bytes']:,} B   "
         f"planned arena ({args.planner}) {info['arena_bytes']:,} B"
     )
+    if target:
+        console.print(info["unsupported"] or f"every layer has a {target} kernel")
     return 0
