@@ -31,6 +31,7 @@ import numpy as np
 
 from edgenn.backends.cortexm.emulator import Firmware
 from edgenn.backends.cortexm.executable import CortexMExecutable, compile_cortexm
+from edgenn.backends.cortexm.flash_policy import DEFAULT_HEADROOM_BYTES, int8_parameter_bytes
 from edgenn.cli.console import console, progress, table
 from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite
@@ -48,7 +49,7 @@ MARK_START, MARK_END = "<!-- mlperf-table:start -->", "<!-- mlperf-table:end -->
 CORE = "cortex-m4"
 CLOCK_MHZ = 64.0
 SPEEDUP_TARGET = 1.3  # issue 13: at least 1.3x fewer cycles than the best published M4 result
-FLASH_HEADROOM = 48 * 1024  # issue 13: flash <= int8 parameter bytes + 48 KiB
+FLASH_HEADROOM = DEFAULT_HEADROOM_BYTES  # issue 13: flash <= int8 parameter bytes + 48 KiB
 CYCLE_MODEL = ("shared/cortex-m4-timing.md: Cortex-M4 TRM cycle rules, zero wait states "
                "(no flash wait states, caches or bus contention)")
 PUBLISHED_NOTE = (
@@ -72,19 +73,6 @@ BOARD = "NUCLEO-L4R5ZI (STM32L4R5 @120 MHz)"
 
 
 # ----------------------------------------------------------------------------- measuring
-def int8_param_bytes(graph: Graph) -> int:
-    """Bytes of the constant tensors the model's operators read (int8 weights, int32 biases),
-    each counted once: the flash a weights-as-stored build cannot go below."""
-    seen: set[str] = set()
-    total = 0
-    for node in graph.nodes:
-        for name in node.inputs:
-            if name and name not in seen and graph.tensor(name).is_const:
-                seen.add(name)
-                total += graph.tensor(name).nbytes
-    return total
-
-
 def op_category(graph: Graph, index: int, op: str) -> str:
     """Operator type for the stacked plot: convolutions split into depthwise, pointwise 1x1
     and the rest, because their kernels (and cycles) differ most."""
@@ -203,7 +191,7 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
     layers = layer_rows(exe, bench)
     total_macs = sum(layer["macs"] for layer in layers)
     cycles = int(bench.total_cycles or 0)
-    params = int8_param_bytes(graph)
+    params = int8_parameter_bytes(graph)
 
     # Bit-exactness: the embedded input (if any) and n seeded random inputs, ours vs TFLM.
     xs = random_inputs(graph, n)
