@@ -20,6 +20,16 @@
 #define CGEMM_STR_(v) #v
 #define CGEMM_STR(v) CGEMM_STR_(v)
 
+/* The second half of a 4x2 step: pixels c and d (patch words XO+8, XO+12) times the weight
+ * pair already in wt / wv (shared by CGEMM_STEP and CGEMM_P4STEP). */
+#define CGEMM_PIXELS_CD(XO)                                                                  \
+    "ldr %[xa], [%[xp], #" CGEMM_STR(XO) "+8]\n\t"                                           \
+    "ldr %[xb], [%[xp], #" CGEMM_STR(XO) "+12]\n\t"                                          \
+    "smlad %[c0], %[xa], %[wt], %[c0]\n\t"                                                   \
+    "smlad %[c1], %[xa], %[wv], %[c1]\n\t"                                                   \
+    "smlad %[d0], %[xb], %[wt], %[d0]\n\t"                                                   \
+    "smlad %[d1], %[xb], %[wv], %[d1]\n\t"
+
 /* One k pair of the 4x2 block: 17 cycles for 16 MACs on the M4 (3 loads pipelined, 2 SXTB16,
  * 4 SMLAD, 2 loads pipelined, 4 SMLAD). XO / WO: byte offsets of the pair in patch / weights.
  * 14 registers: 8 accumulators, 2 pointers, 4 temporaries (the most the core has). */
@@ -33,12 +43,7 @@
     "smlad %[a1], %[xa], %[wv], %[a1]\n\t"                                                   \
     "smlad %[b0], %[xb], %[wt], %[b0]\n\t"                                                   \
     "smlad %[b1], %[xb], %[wv], %[b1]\n\t"                                                   \
-    "ldr %[xa], [%[xp], #" CGEMM_STR(XO) "+8]\n\t"                                           \
-    "ldr %[xb], [%[xp], #" CGEMM_STR(XO) "+12]\n\t"                                          \
-    "smlad %[c0], %[xa], %[wt], %[c0]\n\t"                                                   \
-    "smlad %[c1], %[xa], %[wv], %[c1]\n\t"                                                   \
-    "smlad %[d0], %[xb], %[wt], %[d0]\n\t"                                                   \
-    "smlad %[d1], %[xb], %[wv], %[d1]\n\t"
+    CGEMM_PIXELS_CD(XO)
 
 /* CGEMM_STEP with packed-pair weights (below): the raw word is channel c+1's operand
  * (accumulator T), no second SXTB16: 16 cycles for 16 MACs. */
@@ -51,12 +56,7 @@
     "smlad %[a1], %[xa], %[wv], %[a1]\n\t"                                                   \
     "smlad %[b0], %[xb], %[wt], %[b0]\n\t"                                                   \
     "smlad %[b1], %[xb], %[wv], %[b1]\n\t"                                                   \
-    "ldr %[xa], [%[xp], #" CGEMM_STR(XO) "+8]\n\t"                                           \
-    "ldr %[xb], [%[xp], #" CGEMM_STR(XO) "+12]\n\t"                                          \
-    "smlad %[c0], %[xa], %[wt], %[c0]\n\t"                                                   \
-    "smlad %[c1], %[xa], %[wv], %[c1]\n\t"                                                   \
-    "smlad %[d0], %[xb], %[wt], %[d0]\n\t"                                                   \
-    "smlad %[d1], %[xb], %[wv], %[d1]\n\t"
+    CGEMM_PIXELS_CD(XO)
 
 /* One k pair of the 2-pixel x 4-channel block with packed-pair weights
  * (kernels/conv_gemm.py packed_ok): each of the pair's 2 weight words holds channels c, c+1

@@ -313,6 +313,15 @@ def _clamp_lo(x: str, lo: int) -> list[str]:
     return [f"cmn {x}, #{-lo}", "it lt", f"mvnlt {x}, #{-lo - 1}"]
 
 
+def _smmlar_pair(plan: Plan, xs: tuple[str, str], m: str, h: str, tmp: str) -> list[str]:
+    """acc = SMMLAR(acc, mult, half) for both pixels' accumulators ``xs``; with ``plan.sign``
+    the rounding term first takes TFLite's -1 for a negative accumulator (``tmp`` holds it)."""
+    if plan.sign:
+        return [line for x in xs for line in
+                (f"add {tmp}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {tmp}")]
+    return [f"smmlar {x}, {x}, {m}, {h}" for x in xs]
+
+
 def _requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
     """Requantize + store channels 0..nch-1 of the block at out + base (+ Cout for pixel b).
 
@@ -338,11 +347,7 @@ def _requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[
         rec = recs.pop(c)
         m, h = rec[0], rec[1]
         xs = (_op(ACC[c]), _op(ACC[4 + c]))
-        for x in xs:
-            if plan.sign:
-                lines += [f"add {tmp}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {tmp}"]
-            else:
-                lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        lines += _smmlar_pair(plan, xs, m, h, tmp)
         for x in xs:
             if shifts is None:
                 lines += [f"asr {x}, {x}, {rec[2]}", f"ssat {x}, #8, {x}"]
@@ -606,11 +611,7 @@ def _compact_requant(plan: Plan) -> list[str]:
         m, h = pool.pop(0), pool.pop(0)
         lines += [f"ldr {m}, [{wp}], #4", f"ldr {h}, [{wp}], #4"]
         xs = (_op(ACC[c]), _op(ACC[4 + c]))
-        for x in xs:
-            if plan.sign:
-                lines += [f"add {tmp}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {tmp}"]
-            else:
-                lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        lines += _smmlar_pair(plan, xs, m, h, tmp)
         lines += [f"rbit {h}, {h}", f"clz {h}, {h}"]
         for x in xs:
             lines += [f"asr {x}, {x}, {h}", f"ssat {x}, #8, {x}, asr #1"]
