@@ -98,6 +98,8 @@ def firmware_arena_bytes(graph: Graph, core: Core,
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch."""
     from edgenn.backends.cortexm.kernel import select_kernel
 
-    scratch = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
-               .scratch_bytes for i, n in enumerate(graph.nodes)]
-    return max(16, plan_arena(graph, scratch).peak_bytes)
+    calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
+             for i, n in enumerate(graph.nodes)]
+    # why in_place too: this must be the arena generate() plans, in-place layers included
+    return max(16, plan_arena(graph, [c.scratch_bytes for c in calls],
+                              in_place=[i for i, c in enumerate(calls) if c.in_place]).peak_bytes)
