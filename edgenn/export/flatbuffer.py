@@ -42,6 +42,8 @@ class TflTensor:
     data: np.ndarray | None = None
     # the TFLite axis of per-channel quantization (may differ from the IR's, e.g. depthwise)
     quant_axis: int = 0
+    # a state tensor the interpreter keeps between invocations (LSTM and SVDF state)
+    variable: bool = False
 
 
 @dataclass
@@ -136,6 +138,8 @@ def _tensor(b: flatbuffers.Builder, t: TflTensor, buffer: int) -> int:
     tflite.TensorAddName(b, name)
     if quant is not None:
         tflite.TensorAddQuantization(b, quant)
+    if t.variable:
+        tflite.TensorAddIsVariable(b, True)
     return int(tflite.TensorEnd(b))
 
 
