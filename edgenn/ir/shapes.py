@@ -69,22 +69,41 @@ def register_shape(*ops: str) -> Callable[[InferFn], InferFn]:
 
 
 def supported_ops() -> list[str]:
+    from edgenn.ir.schema import op_schemas
+
+    op_schemas()  # loads every operator definition
     return sorted(_INFER)
 
 
 def infer_node(graph: Graph, node: Node) -> Inferred:
-    fn = _INFER.get(node.op)
-    if fn is None:
-        raise UnsupportedOperatorError(f"node {node.name!r}: unsupported operator {node.op!r}")
-    return fn(node, graph.node_inputs(node))
+    return infer(node, graph.node_inputs(node))
 
 
 def infer(node: Node, inputs: list[Tensor | None]) -> Inferred:
-    """Infer outputs of ``node`` from input tensors (frontends use this while building graphs)."""
+    """Infer outputs of ``node`` from input tensors (frontends use this while building graphs);
+    the node is first checked against its schema (``edgenn.ir.schema``)."""
+    from edgenn.ir.schema import validate_node
+
+    validate_node(node, inputs)  # loads every operator definition on first use
     fn = _INFER.get(node.op)
     if fn is None:
         raise UnsupportedOperatorError(f"node {node.name!r}: unsupported operator {node.op!r}")
     return fn(node, inputs)
+
+
+# Public names for operator definitions in ``edgenn/ir/opdefs/``.
+def need(node: Node, inputs: Sequence[Tensor | None], index: int) -> Tensor:
+    """Input ``index`` of ``node`` or one error naming the node."""
+    return _need(node, inputs, index)
+
+
+def fail(node: Node, msg: str) -> GraphValidationError:
+    """A validation error naming ``node``."""
+    return _fail(node, msg)
+
+
+def need_rank(node: Node, t: Tensor, rank: int) -> None:
+    _rank(node, t, rank)
 
 
 def _fail(node: Node, msg: str) -> GraphValidationError:

@@ -60,8 +60,8 @@ def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
     """Run ``N`` inferences, one per row of each input ``x[N, ...]``; returns the outputs
     stacked as ``[N, ...]`` (one array per model output).
 
-    The interpreter is created once; builtin operators keep no state between invocations, so
-    no reset is needed between samples (a stateful model would need ``reset``).
+    The interpreter is created once and reset before each sample, so models with state
+    tensors (LSTM, SVDF) start every inference from their initial state.
     """
     interp = tflm_interpreter(model_bytes)
     n_in, n_out = _io_counts(model_bytes)
@@ -78,6 +78,9 @@ def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
             )
     results: list[list[np.ndarray]] = []
     for k in range(n):
+        # why: variable (state) tensors persist between invocations; each sample starts from
+        # the initial state, as edgenn's runtimes run every inference
+        interp.reset()
         for i, x in enumerate(xs):
             interp.set_input(np.ascontiguousarray(x[k : k + 1]), i)
         interp.invoke()

@@ -43,7 +43,7 @@ import numpy as np
 
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import Graph, Node
+from edgenn.ir import DType, Graph, Node
 
 C_TYPES = {
     "int8_t": np.int8,
@@ -102,6 +102,10 @@ class KernelCall:
 class Kernel(Protocol):
     """A C kernel plug-in for one IR operator.
 
+    A kernel declares the element types of the first input it takes in ``types`` (default:
+    int8 only); ``supported_types`` reports them per operator before anything is built
+    (``edgenn inspect``, docs/operators.md). ``matches`` still decides per node.
+
     A kernel may also set ``widened_weights = True``: it stores its weights pre-widened to
     int16 (about twice the flash of the int8 parameters). Such kernels are only chosen for
     the layers the flash policy (``flash_policy.py``) grants them, never by default.
@@ -131,6 +135,22 @@ def kernels_for(op: str) -> Sequence[Kernel]:
     """Registered kernels of ``op``, highest priority first."""
     _load_builtin()
     return tuple(_KERNELS.get(op, ()))
+
+
+def kernel_types(kernel: Kernel) -> tuple[DType, ...]:
+    """The element types of the first input ``kernel`` declares (int8 when it says none)."""
+    return tuple(getattr(kernel, "types", (DType.INT8,)))
+
+
+def supported_types(op: str) -> set[DType]:
+    """The first-input element types some Cortex-M kernel of ``op`` declares."""
+    return {t for kernel in kernels_for(op) for t in kernel_types(kernel)}
+
+
+def supported_ops() -> dict[str, set[DType]]:
+    """Every operator with a Cortex-M kernel, and the element types those kernels take."""
+    _load_builtin()
+    return {op: supported_types(op) for op in sorted(_KERNELS)}
 
 
 def uses_widened_weights(kernel: Kernel) -> bool:

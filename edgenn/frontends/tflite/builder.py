@@ -64,11 +64,20 @@ class Builder:
         indices = op.inputs if kind == "input" else op.outputs
         if slot >= len(indices) or indices[slot] < 0:
             return None
-        return self.raw.tensors[indices[slot]]
+        raw = self.raw.tensors[indices[slot]]
+        if kind == "input" and 0 in raw.shape:
+            # why: TFLite's converter writes omitted optional operands (LSTM peepholes,
+            # projection) as empty tensors as well as index -1
+            return None
+        return raw
 
     def need(self, op: RawOperator, slot: int) -> RawTensor:
         t = self.raw_tensor(op, slot)
         if t is None:
+            if slot < len(op.inputs) and op.inputs[slot] >= 0:
+                index = op.inputs[slot]
+                raise self.fail(op, f"operand {self.names[index]!r} has the empty shape "
+                                    f"{list(self.raw.tensors[index].shape)}")
             raise self.fail(op, f"input {slot} is missing")
         return t
 

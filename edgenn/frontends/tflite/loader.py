@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from edgenn.errors import GraphValidationError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.builder import Builder
-from edgenn.frontends.tflite.ops import CONVERTERS
 from edgenn.frontends.tflite.reader import read_tflite
+from edgenn.frontends.tflite.registry import converters
 from edgenn.ir import Graph
 
 CUSTOM = 32
@@ -28,18 +28,16 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     raw = read_tflite(bytes(data), name)
     b = Builder(raw, name)
     for op in raw.operators:
-        convert = CONVERTERS.get(op.opcode)
+        convert = converters().get(op.opcode)
         if convert is None:
             raise UnsupportedOperatorError(
                 f"{name}: node {b.op_name(op)!r}: unsupported operator "
                 f"{_op_type_name(op.opcode, op.custom_code)!r}"
             )
-        for index in (*op.inputs, *op.outputs):
+        for index in op.outputs:
             if index >= 0 and 0 in raw.tensors[index].shape:
-                # why: empty tensors are omitted optional operands, which no converted
-                # operator takes; refuse them here rather than deep inside a kernel
                 raise ModelFormatError(
-                    f"{name}: node {b.op_name(op)!r}: operand {b.names[index]!r} of "
+                    f"{name}: node {b.op_name(op)!r}: output {b.names[index]!r} of "
                     f"{_op_type_name(op.opcode, op.custom_code)} has the empty shape "
                     f"{list(raw.tensors[index].shape)}")
         convert(b, op)

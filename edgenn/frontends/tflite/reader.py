@@ -211,13 +211,13 @@ class _Reader:
             outputs=self._indices(op.OutputsAsNumpy(), n_tensors, f"operator {index}"),
             options_type=int(op.BuiltinOptionsType()),
         )
-        reader = _OPTIONS.get(raw.options_type)
+        reader = _OPTIONS.get(raw.options_type) or _generic_reader(raw.options_type)
         table = op.BuiltinOptions()
         if reader is not None and table is not None:
             cls, fields = reader
             opts = cls()
             opts.Init(table.Bytes, table.Pos)
-            raw.options = {key: getattr(opts, getter)() for key, getter in fields.items()}
+            raw.options = {key: _value(opts, getter) for key, getter in fields.items()}
         return raw
 
 
@@ -263,3 +263,40 @@ def _option_readers() -> dict[int, tuple[Callable[[], Any], dict[str, str]]]:
 
 
 _OPTIONS = _option_readers()
+_NOT_FIELDS = ("GetRootAs", "Init", "Offset")
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def _generic_reader(options_type: int) -> tuple[Callable[[], Any], dict[str, str]] | None:
+    """Every field of an options table without a hand-written entry, by reflection over the
+    generated ``tflite`` class: ``{"snake_case": "Getter"}``; vector fields read as lists.
+
+    why: new operators need no reader code; the field names are TFLite's own.
+    """
+    import tflite
+
+    names = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
+    cls = getattr(tflite, names.get(options_type, ""), None)
+    if cls is None:
+        return None
+    fields: dict[str, str] = {}
+    for attr in dir(cls):
+        if attr.startswith("_") or attr.startswith(_NOT_FIELDS) or attr.endswith(
+                ("BufferHasIdentifier", "Length", "AsNumpy", "IsNone")):
+            continue
+        fields[_snake(attr)] = attr
+    if "fused_activation_function" in fields:
+        fields["activation"] = fields["fused_activation_function"]
+    return cls, fields
+
+
+def _value(opts: Any, getter: str) -> Any:
+    """A scalar field, or a vector field (one with ``<getter>Length``) as a list."""
+    length = getattr(opts, f"{getter}Length", None)
+    if length is not None:
+        fn = getattr(opts, getter)
+        return [fn(j) for j in range(int(length()))]
+    return getattr(opts, getter)()

@@ -90,8 +90,9 @@ class PortableKernel:
 
     priority = 0
 
-    def __init__(self, op: str, name: str, matches: Any, prepare: Any) -> None:
-        self.op, self.name = op, name
+    def __init__(self, op: str, name: str, matches: Any, prepare: Any,
+                 types: tuple[DType, ...] = (DType.INT8,)) -> None:
+        self.op, self.name, self.types = op, name, types
         self._matches, self._prepare = matches, prepare
 
     def matches(self, node: Node, graph: Graph, core: Any) -> bool:

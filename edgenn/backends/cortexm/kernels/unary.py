@@ -79,6 +79,7 @@ for _op in ("Relu", "Relu6", "Clip"):
     register_kernel(PortableKernel(_op, "edgenn_clamp_s8", is_int8, _clamp))
 for _op in ("Sigmoid", "Tanh"):
     register_kernel(PortableKernel(_op, "edgenn_lut_s8", is_int8, _lut))
-register_kernel(PortableKernel("Quantize", "edgenn_quantize", _quantize_match, _quantize))
+register_kernel(PortableKernel("Quantize", "edgenn_quantize", _quantize_match, _quantize,
+                               (DType.FLOAT32, DType.INT8)))
 register_kernel(PortableKernel("Dequantize", "edgenn_dequantize_s8_f32", _dequantize_match,
                                _dequantize))

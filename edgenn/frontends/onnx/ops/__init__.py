@@ -1,8 +1,8 @@
-"""One converter per ONNX operator, grouped by kind; importing this fills the table."""
+"""ONNX converters, one module per group of operators; importing this fills the table."""
 
-import edgenn.frontends.onnx.ops.conv
-import edgenn.frontends.onnx.ops.dense
-import edgenn.frontends.onnx.ops.elementwise
-import edgenn.frontends.onnx.ops.misc
-import edgenn.frontends.onnx.ops.qdq
-import edgenn.frontends.onnx.ops.shape  # noqa: F401
+import importlib
+import pkgutil
+
+# why dynamic: a new operator group is a new module, without editing a list
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

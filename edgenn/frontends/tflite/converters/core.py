@@ -1,33 +1,19 @@
-"""One converter per TFLite builtin operator, registered by operator code.
-
-A converter reads the raw operator (inputs, outputs, decoded options) and appends IR nodes
-to the ``Builder``; the builder checks every node's inferred output against the shape and
-type the file declares.
-"""
+"""Converters of the TFLite operators edgenn had before the operator contract."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.padding import explicit_pads
 from edgenn.frontends.tflite.reader import RawOperator
+from edgenn.frontends.tflite.registry import (
+    converter,
+    need_options,
+    optional_input_name,
+    output_name,
+)
 from edgenn.ir import Activation, DType, Node
-
-Converter = Callable[[Builder, RawOperator], None]
-CONVERTERS: dict[int, Converter] = {}
-
-
-def converter(*codes: int) -> Callable[[Converter], Converter]:
-    def deco(fn: Converter) -> Converter:
-        for code in codes:
-            CONVERTERS[code] = fn
-        return fn
-
-    return deco
-
 
 # tflite.BuiltinOperator codes
 ADD, AVERAGE_POOL_2D, CONCATENATION, CONV_2D, DEPTHWISE_CONV_2D, DEQUANTIZE = 0, 1, 2, 3, 4, 6
@@ -36,21 +22,9 @@ RELU, RELU6, RESHAPE, SOFTMAX, TANH, PAD, TRANSPOSE, MEAN = 19, 21, 22, 25, 28, 
 SQUEEZE, PADV2, QUANTIZE = 43, 60, 114
 
 
-def _out(b: Builder, op: RawOperator, slot: int = 0) -> str:
-    raw = b.raw_tensor(op, slot, "output")
-    if raw is None:
-        raise b.fail(op, f"output {slot} is missing")
-    return b.tensor(raw.index).name
-
-
-def _opt_in(b: Builder, op: RawOperator, slot: int) -> str:
-    raw = b.raw_tensor(op, slot)
-    return "" if raw is None else b.tensor(raw.index).name
-
-
-def _need_options(b: Builder, op: RawOperator, *keys: str) -> None:
-    if any(k not in op.options for k in keys):
-        raise b.fail(op, "operator options are missing")
+_out = output_name
+_opt_in = optional_input_name
+_need_options = need_options
 
 
 def _positive(b: Builder, op: RawOperator, **values: int) -> None:

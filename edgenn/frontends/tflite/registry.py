@@ -1,0 +1,58 @@
+"""The table of TFLite operator converters, keyed by builtin operator code, and the helpers
+converters share.
+
+A converter reads the raw operator (inputs, outputs, decoded options) and appends IR nodes
+to the ``Builder``; the builder checks every node's inferred output against the shape and
+type the file declares. Converters live in ``converters/``, one module per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tflite
+
+from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.reader import RawOperator
+
+Converter = Callable[[Builder, RawOperator], None]
+CONVERTERS: dict[int, Converter] = {}
+
+
+def converter(*codes: int | str) -> Callable[[Converter], Converter]:
+    """Register ``fn(builder, op)`` for builtin codes (ints or ``tflite.BuiltinOperator``
+    names such as ``"LEAKY_RELU"``)."""
+
+    def deco(fn: Converter) -> Converter:
+        for code in codes:
+            key = getattr(tflite.BuiltinOperator, code) if isinstance(code, str) else code
+            CONVERTERS[int(key)] = fn
+        return fn
+
+    return deco
+
+
+def converters() -> dict[int, Converter]:
+    """The filled table (imports every converter module once)."""
+    import edgenn.frontends.tflite.converters  # noqa: F401
+
+    return CONVERTERS
+
+
+def output_name(b: Builder, op: RawOperator, slot: int = 0) -> str:
+    """The IR name of output ``slot`` (one error when the file omits it)."""
+    raw = b.raw_tensor(op, slot, "output")
+    if raw is None:
+        raise b.fail(op, f"output {slot} is missing")
+    return b.tensor(raw.index).name
+
+
+def optional_input_name(b: Builder, op: RawOperator, slot: int) -> str:
+    """The IR name of input ``slot``, or "" when the file omits it (-1 or an empty tensor)."""
+    raw = b.raw_tensor(op, slot)
+    return "" if raw is None else b.tensor(raw.index).name
+
+
+def need_options(b: Builder, op: RawOperator, *keys: str) -> None:
+    if any(k not in op.options for k in keys):
+        raise b.fail(op, "operator options are missing")
