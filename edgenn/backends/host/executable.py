@@ -327,9 +327,14 @@ def host_nodes(graph: Graph, kernels: KernelLibrary) -> set[str]:
     return names
 
 
+# The operators the host runs as generated, threaded C (float32); every other node is the
+# reference runtime's layer.
+HOST_C_OPS = ("Conv2D", "FullyConnected")
+
+
 def check_float(graph: Graph) -> None:
     """One clear error for a quantized graph: the host kernels are float32."""
-    heavy = [n for n in graph.nodes if n.op in ("Conv2D", "FullyConnected") and n.inputs
+    heavy = [n for n in graph.nodes if n.op in HOST_C_OPS and n.inputs
              and graph.tensor(n.inputs[0]).dtype is not DType.FLOAT32]
     if heavy:
         raise EdgennError(

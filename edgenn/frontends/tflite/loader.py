@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edgenn.errors import GraphValidationError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.builder import Builder
-from edgenn.frontends.tflite.reader import read_tflite
+from edgenn.frontends.tflite.reader import RawModel, read_tflite
 from edgenn.frontends.tflite.registry import converters
 from edgenn.ir import Graph
 
@@ -17,6 +17,18 @@ def _op_type_name(code: int, custom: str) -> str:
     if code == CUSTOM:
         return f"CUSTOM:{custom}" if custom else "CUSTOM"
     return str(BUILTIN_OPCODE2NAME.get(code, f"BUILTIN_{code}"))
+
+
+def _type_note(raw: RawModel, inputs: tuple[int, ...]) -> str:
+    """`` on int16`` (the first present input's element type), for error messages."""
+    from tflite import TensorType
+
+    names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
+    for index in inputs:
+        if index >= 0:
+            code = raw.tensors[index].type
+            return f" on {names.get(code, str(code)).lower()}"
+    return ""
 
 
 def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
@@ -32,7 +44,7 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
         if convert is None:
             raise UnsupportedOperatorError(
                 f"{name}: node {b.op_name(op)!r}: unsupported operator "
-                f"{_op_type_name(op.opcode, op.custom_code)!r}"
+                f"{_op_type_name(op.opcode, op.custom_code)!r}{_type_note(raw, op.inputs)}"
             )
         for index in op.outputs:
             if index >= 0 and 0 in raw.tensors[index].shape:
