@@ -56,8 +56,14 @@ def convert_gemm(ctx: Context, node: NodeProto) -> None:
             ctx.emit("MatMul", [a_ir, b_ir], out=ctx.output())
             return
         prod = ctx.emit("MatMul", [a_ir, b_ir])
-        c = ctx.new_const(c_name, (ctx.const_array(c_name) * np.float32(beta))
-                          .astype(np.float32)) if ctx.is_const(c_name) else ctx.onnx_order(c_name)
+        if ctx.is_const(c_name):
+            c = ctx.new_const(c_name, (ctx.const_array(c_name) * np.float32(beta))
+                              .astype(np.float32))
+        else:
+            c = ctx.onnx_order(c_name)
+            if beta != 1.0:  # a computed C is scaled at run time
+                c = ctx.emit("Mul", [c, ctx.new_const("beta", np.array(beta, np.float32))],
+                             {"activation": Activation.NONE})
         ctx.emit("Add", [prod, c], {"activation": Activation.NONE}, out=ctx.output())
         return
     w = ctx.const(b)
