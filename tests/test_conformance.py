@@ -1,8 +1,8 @@
 """Operator conformance: every case of ``tests/conformance/cases`` against TFLite Micro on the
 reference runtime, and every case the Cortex-M4 backend claims in one firmware per operator.
 
-The default run checks every operator on ref and on cortex-m4; ``-m slow`` adds the
-cortex-m0plus and cortex-m7 builds.
+The default run checks every case on ref, every float32 case on host, and every operator on
+cortex-m4; ``-m slow`` adds the cortex-m0plus and cortex-m7 builds.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("tflite_micro")
 
 from tests.conformance.cases import all_cases, by_op  # noqa: E402
-from tests.conformance.run import check_cortexm, check_ref, claimed  # noqa: E402
+from tests.conformance.run import check_cortexm, check_host, check_ref, claimed  # noqa: E402
 
 CASES = all_cases()
 OPS = sorted(by_op())
@@ -25,6 +25,14 @@ needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_ref_matches_tflm(case):
     assert check_ref(case) == []
+
+
+FLOAT = [c for c in CASES if c.dtypes == "float32"]
+
+
+@pytest.mark.parametrize("case", FLOAT, ids=[c.id for c in FLOAT])
+def test_host_matches_tflm(case):
+    assert check_host(case) == []
 
 
 @needs_arm

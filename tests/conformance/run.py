@@ -88,3 +88,12 @@ def check_cortexm(cases: Sequence[Case], target: str = "cortex-m4", n: int = 6) 
         problems += compare(case, got[k:k + m], want[k:k + m], target)
         k += m
     return problems
+
+
+def check_host(case: Case, n: int = 8) -> list[str]:
+    """A float32 case on the host backend (generated C for convolution and dense layers)."""
+    data = model_bytes([case])
+    xs = case.sample(n)
+    want = tflm_run(data, *xs)
+    got = compile_model(load_tflite(data, name=case.id), "host", threads=1).run(*xs)
+    return compare(case, got, want, "host")
