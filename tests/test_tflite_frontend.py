@@ -158,21 +158,22 @@ def _q(scale: float, zp: int) -> dict[str, list]:
 
 def test_unsupported_operator_message() -> None:
     data = build([T("a", (1, 4)), T("b", (1, 4)), T("out", (1, 4))],
-                 [Op(41, [0, 1], [2])], [0, 1], [2])  # SUB
+                 [Op(30, [0, 1], [2])], [0, 1], [2])  # SKIP_GRAM
     with pytest.raises(UnsupportedOperatorError) as err:
-        load_tflite(data, "sub.tflite")
-    assert str(err.value) == "sub.tflite: node 'out': unsupported operator 'SUB'"
+        load_tflite(data, "skip_gram.tflite")
+    assert str(err.value) == ("skip_gram.tflite: node 'out': unsupported operator 'SKIP_GRAM' "
+                              "on float32")
 
 
 def test_empty_optional_tensor_is_not_corruption_the_operator_is_named() -> None:
-    """An LSTM with an omitted optional operand (shape [0], as TFLite writes it): the file is
-    fine, the missing operator is what the one-line error names."""
+    """A bidirectional LSTM with an omitted optional operand (shape [0], as TFLite writes it):
+    the file is fine, the missing operator (and its type) is what the one-line error names."""
     data = build([T("x", (1, 3, 4)), T("peephole", (0,)), T("out", (1, 3, 4))],
-                 [Op(44, [0, 1], [2])], [0], [2])  # UNIDIRECTIONAL_SEQUENCE_LSTM
+                 [Op(52, [0, 1], [2])], [0], [2])  # BIDIRECTIONAL_SEQUENCE_LSTM
     with pytest.raises(UnsupportedOperatorError) as err:
         load_tflite(data, "lstm.tflite")
     assert str(err.value) == ("lstm.tflite: node 'out': unsupported operator "
-                              "'UNIDIRECTIONAL_SEQUENCE_LSTM'")
+                              "'BIDIRECTIONAL_SEQUENCE_LSTM' on float32")
 
 
 def test_empty_operand_of_a_supported_operator_is_refused() -> None:

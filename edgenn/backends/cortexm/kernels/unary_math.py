@@ -1,0 +1,118 @@
+"""Portable element-wise unary kernels: one int8 lookup table for all, real C for int16.
+
+int8 -> int8: an element-wise operator takes only 256 input values, so the kernel runs the
+reference layer once on all of them at generation time and the firmware looks the result up
+(``edgenn_lut_s8``, about 2 cycles per element): exact by construction whatever the
+operator's arithmetic (LeakyRelu, HardSwish, Abs, Rsqrt).
+
+int16 -> int16: 65536 inputs make a table too large for flash, so each operator has its own
+C (``edgenn_unary_math_s16.c``, ``edgenn_unary_math_curves_s16.c``), fed with the constants the
+reference layer's ``build`` computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8, ref_layer
+from edgenn.backends.ref.kernels.activations import SIGMOID_TABLE_UINT16
+from edgenn.ir import DType, Graph, Node
+
+LUT_SRC = ("edgenn_unary_s8.c",)
+S16_SRC = ("edgenn_unary_math_s16.c",)
+CURVES_SRC = ("edgenn_unary_math_curves_s16.c",)
+LUT_OPS = ("LeakyRelu", "HardSwish", "Abs", "Rsqrt")
+
+
+def _n(node: Node, graph: Graph) -> int:
+    return graph.tensor(node.inputs[0]).size
+
+
+def is_int16(node: Node, graph: Graph) -> bool:
+    """True when the node's first input and first output are int16."""
+    if not node.inputs or not node.inputs[0]:
+        return False
+    return (graph.tensor(node.inputs[0]).dtype is DType.INT16
+            and graph.tensor(node.outputs[0]).dtype is DType.INT16)
+
+
+def int8_table(node: Node, graph: Graph) -> np.ndarray:
+    """The outputs of the node's reference layer for the inputs -128..127 (one batch item)."""
+    layer = ref_layer(node, graph)
+    values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
+    (table,) = layer.run(values)
+    return np.asarray(table, dtype=np.int8).reshape(256)
+
+
+def _lut(node: Node, graph: Graph) -> KernelCall:
+    call = f"edgenn_lut_s8({{in0}}, {{out0}}, {_n(node, graph)}, {{table}});"
+    return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", int8_table(node, graph)),),
+                      kernel_name="edgenn_lut_s8", comment=f"{node.op} int8 via 256-entry table",
+                      in_place=True)
+
+
+def _s16(function: str, node: Node, graph: Graph, *values: object,
+         sources: tuple[str, ...] = S16_SRC, arrays: tuple[CArray, ...] = ()) -> KernelCall:
+    extra = f", {args(*values)}" if values else ""
+    call = f"{function}({{in0}}, {{out0}}, {_n(node, graph)}{extra});"
+    return KernelCall(call, sources, arrays, kernel_name=function, in_place=True)
+
+
+def _leaky_relu(node: Node, graph: Graph) -> KernelCall:
+    k = ref_layer(node, graph)
+    return _s16("edgenn_leaky_relu_s16", node, graph, k.zp_in, k.m_identity, k.sh_identity,
+                k.m_alpha, k.sh_alpha, int(k.alpha_negative), k.zp_out)
+
+
+def _abs(node: Node, graph: Graph) -> KernelCall:
+    k = ref_layer(node, graph)
+    if k.plain:
+        return _s16("edgenn_abs_plain_s16", node, graph)
+    return _s16("edgenn_abs_s16", node, graph, k.zp_in, int(k.needs_rescale), k.m, k.sh,
+                k.zp_out)
+
+
+def _rsqrt(node: Node, graph: Graph) -> KernelCall:
+    k = ref_layer(node, graph)
+    return _s16("edgenn_rsqrt_s16", node, graph, k.zp_in, k.m, k.sh, k.zp_out)
+
+
+def _requant(node: Node, graph: Graph) -> KernelCall:
+    """Relu and Clip: requantize, then clamp to the layer's bounds."""
+    k = ref_layer(node, graph)
+    return _s16("edgenn_requant_s16", node, graph, k.zp_in, k.m, k.sh, k.zp_out, k.lo, k.hi)
+
+
+def _relu6(node: Node, graph: Graph) -> KernelCall:
+    k = ref_layer(node, graph)
+    return _s16("edgenn_clamp_s16", node, graph, k.lo, k.hi)
+
+
+def _curve(function: str) -> Callable[[Node, Graph], KernelCall]:
+    def prepare(node: Node, graph: Graph) -> KernelCall:
+        curve = ref_layer(node, graph).int16
+        table = CArray("table", "uint16_t", SIGMOID_TABLE_UINT16)
+        return _s16(function, node, graph, curve.multiplier, curve.shift, "{table}",
+                    sources=CURVES_SRC, arrays=(table,))
+
+    return prepare
+
+
+for _op in LUT_OPS:
+    register_kernel(PortableKernel(_op, "edgenn_lut_s8", is_int8, _lut))
+
+_INT16: dict[str, tuple[str, Callable[[Node, Graph], KernelCall]]] = {
+    "LeakyRelu": ("edgenn_leaky_relu_s16", _leaky_relu),
+    "Abs": ("edgenn_abs_s16", _abs),
+    "Rsqrt": ("edgenn_rsqrt_s16", _rsqrt),
+    "Relu": ("edgenn_requant_s16", _requant),
+    "Clip": ("edgenn_requant_s16", _requant),
+    "Relu6": ("edgenn_clamp_s16", _relu6),
+    "Sigmoid": ("edgenn_logistic_s16", _curve("edgenn_logistic_s16")),
+    "Tanh": ("edgenn_tanh_s16", _curve("edgenn_tanh_s16")),
+}
+for _op, (_name, _prepare) in _INT16.items():
+    register_kernel(PortableKernel(_op, _name, is_int16, _prepare, types=(DType.INT16,)))
