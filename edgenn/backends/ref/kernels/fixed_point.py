@@ -223,7 +223,9 @@ def one_over_one_plus_x_for_x_in_0_1(a: IntLike) -> Any:
     for _ in range(3):
         half_denominator_times_x = _fx_mul(half_denominator, x)
         one_minus = one_q2 - half_denominator_times_x
-        x = x + rescale(_fx_mul(x, one_minus), 4, 2)
+        # why wrap: gemmlowp's FixedPoint addition wraps in int32 (reached only outside
+        # [0, 1), e.g. TFLM's GetReciprocal(0) in an int8 DIV by zero)
+        x = wrap_int32(x + rescale(_fx_mul(x, one_minus), 4, 2))
     # ExactMulByPot<-1> keeps the raw value and drops one integer bit (Q2 -> Q1).
     return rescale(x, 1, 0)
 

@@ -12,6 +12,7 @@ import numpy as np
 from onnx import NodeProto
 
 from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.ops.binary import emit_binary
 from edgenn.frontends.onnx.registry import converter
 from edgenn.frontends.onnx.values import ConstVal, Value
 from edgenn.ir import Activation
@@ -72,10 +73,7 @@ def convert_sub(ctx: Context, node: NodeProto) -> None:
     if ctx.is_const(b):
         _binary(ctx, "Add", a, _derived_const(ctx, b, -ctx.const_array(b)), ctx.output())
         return
-    # a - b = a + (-1 * b)
-    neg = _binary(ctx, "Mul", b, _derived_const(ctx, b, np.array(-1.0, np.float32)), None)
-    neg_name = _bind_partial(ctx, neg)
-    _binary(ctx, "Add", a, neg_name, ctx.output())
+    emit_binary(ctx, "Sub", a, b, ctx.output(), {"activation": Activation.NONE})
 
 
 @converter("Div")
@@ -84,7 +82,8 @@ def convert_div(ctx: Context, node: NodeProto) -> None:
     if ctx.quantized:
         raise ctx.fail("int8 Div is not supported")
     if not ctx.is_const(b):
-        raise ctx.fail("Div by a computed tensor is not supported (only by constants)")
+        emit_binary(ctx, "Div", a, b, ctx.output(), {"activation": Activation.NONE})
+        return
     inv = (np.float32(1.0) / ctx.const_array(b).astype(np.float32)).astype(np.float32)
     _binary(ctx, "Mul", a, _derived_const(ctx, b, inv), ctx.output())
 

@@ -1,0 +1,53 @@
+"""ONNX converters of the element-wise binary operators Max, Min and PRelu, and the helper
+that ``elementwise.py`` uses for Sub and Div of two computed tensors.
+
+Layout as in ``elementwise.py``: the operation runs NHWC when a computed operand is a rank-4
+NHWC tensor (constants are broadcast-aligned the ONNX way, then permuted), else in ONNX order.
+"""
+
+from __future__ import annotations
+
+from onnx import NodeProto
+
+from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.registry import converter
+from edgenn.frontends.onnx.values import Value
+
+
+def emit_binary(ctx: Context, op: str, a: str, b: str, out: str | None,
+                attrs: dict[str, object] | None = None, commutative: bool = False) -> Value:
+    """Emit IR ``op(a, b)`` on ONNX operands ``a`` and ``b`` (either may be a constant)."""
+    if commutative and ctx.is_const(a) and not ctx.is_const(b):
+        a, b = b, a  # why: the kernels take the computed operand first where they can
+    if ctx.is_const(a) and ctx.is_const(b):
+        raise ctx.fail(f"{op} of two constants was not folded")
+    nhwc = any(not ctx.is_const(n) and ctx.is_nhwc(n) for n in (a, b))
+    inputs = [ctx.operand(a, nhwc), ctx.operand(b, nhwc)]
+    ir = ctx.emit(op, inputs, attrs, out=out, nhwc=nhwc, hint=f"{ctx.node_name}/{op}")
+    return Value(ir, nhwc)
+
+
+@converter("Max", "Min")
+def convert_max_min(ctx: Context, node: NodeProto) -> None:
+    op = "Maximum" if node.op_type == "Max" else "Minimum"
+    # computed operands first, so that two constants never meet (Max / Min commute)
+    names = sorted((n for n in node.input if n), key=ctx.is_const)
+    if not names:
+        raise ctx.malformed(f"{node.op_type} has no inputs")
+    if len(names) == 1:
+        ctx.alias(ctx.output(), names[0])
+        return
+    acc = names[0]
+    for i, name in enumerate(names[1:], start=1):
+        last = i == len(names) - 1
+        value = emit_binary(ctx, op, acc, name, ctx.output() if last else None,
+                            commutative=True)
+        if not last:
+            # why: the running result is an IR tensor without an ONNX name; bind one
+            acc = f"{value.ir}:partial"
+            ctx.bind(acc, value)
+
+
+@converter("PRelu")
+def convert_prelu(ctx: Context, node: NodeProto) -> None:
+    emit_binary(ctx, "PRelu", ctx.need(0), ctx.need(1), ctx.output())
