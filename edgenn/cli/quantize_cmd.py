@@ -1,4 +1,4 @@
-"""``edgenn quantize MODEL --calib mnist|FILE.npz -o OUT.tflite``."""
+"""``edgenn quantize MODEL --calib mnist|FILE.npz -o OUT.tflite [--activations int16]``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from edgenn.ir import Graph
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("quantize", help="post-training int8 quantization to a .tflite file")
+    p = sub.add_parser("quantize",
+                       help="post-training int8 (or 16x8) quantization to a .tflite file")
     p.add_argument("model", help="float .onnx or .tflite model")
     p.add_argument("--calib", required=True,
                    help="'mnist' (training digits of the house split) or an .npz with array 'x'")
@@ -22,6 +23,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--method", choices=("minmax", "percentile", "kl"), default="minmax",
                    help="activation range estimation")
     p.add_argument("--calib-size", type=int, default=500, help="calibration samples to use")
+    p.add_argument("--activations", choices=("int8", "int16"), default="int8",
+                   help="activation type: int8, or int16 (TFLite's 16x8 scheme: symmetric "
+                        "int16 activations, int8 weights, int64 biases)")
     p.set_defaults(func=run)
 
 
@@ -45,10 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if args.calib_size <= 0:
         raise EdgennError("--calib-size must be positive")
     calib = calibration_data(graph, args.calib, args.calib_size)
-    qgraph = quantize_model(graph, calib, method=args.method)
+    qgraph = quantize_model(graph, calib, method=args.method, activations=args.activations)
     save_tflite(qgraph, args.output)
+    kind = "int8" if args.activations == "int8" else "16x8 (int16 activations, int8 weights)"
     console.print(
-        f"wrote {args.output}: int8, {len(qgraph.nodes)} operators, calibrated on "
+        f"wrote {args.output}: {kind}, {len(qgraph.nodes)} operators, calibrated on "
         f"{len(calib)} samples ({args.method})"
     )
     return 0

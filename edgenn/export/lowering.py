@@ -91,8 +91,9 @@ class Lowering:
             return self.ir_to_tfl[t.name]
         if t.dtype not in TENSOR_TYPES:
             raise self.unsupported(f"tensor {t.name!r} has element type {t.dtype.value}")
-        if t.dtype == DType.INT8 and t.quant is None:
-            raise self.unsupported(f"int8 tensor {t.name!r} has no quantization parameters")
+        if t.dtype in (DType.INT8, DType.INT16) and t.quant is None:
+            raise self.unsupported(
+                f"{t.dtype.value} tensor {t.name!r} has no quantization parameters")
         axis = t.quant.axis if t.quant is not None and t.quant.axis is not None else 0
         idx = self.model.add_tensor(
             TflTensor(self.model.unique_name(t.name), t.shape, t.dtype, t.quant, t.data, axis)
@@ -149,14 +150,14 @@ class Lowering:
     def output_as_input(self) -> tuple[int, Callable[[], None]]:
         """Output tensor for an op TFLM runs only with output params == input params.
 
-        TFLM's int8 pooling, RESHAPE, TRANSPOSE, PAD and CONCATENATION move bytes without
-        rescaling. When the IR output has other parameters, the op writes a temporary with
-        the input's parameters and a QUANTIZE (int8 -> int8) rescales it; call the returned
-        function right after emitting the op.
+        TFLM's int8 / int16 pooling, RESHAPE, TRANSPOSE, PAD and CONCATENATION move bytes
+        without rescaling. When the IR output has other parameters, the op writes a temporary
+        with the input's parameters and a QUANTIZE (int8 -> int8, int16 -> int16) rescales
+        it; call the returned function right after emitting the op.
         """
         x_ir, y_ir = self.ir(0), self.out()
         y = self.output()
-        if y_ir.dtype != DType.INT8 or x_ir.quant == y_ir.quant:
+        if y_ir.dtype not in (DType.INT8, DType.INT16) or x_ir.quant == y_ir.quant:
             return y, lambda: None
         tmp = self.new_tensor(f"{y_ir.name}_unscaled", y_ir.shape, y_ir.dtype, x_ir.quant)
 

@@ -14,6 +14,7 @@ from edgenn.ir import DType, QuantParams
 
 LowerFn = Callable[[Lowering], None]
 LOWER: dict[str, LowerFn] = {}
+_QUANTIZED = (DType.INT8, DType.INT16)
 
 B: TypeAlias = Any  # flatbuffers.Builder (the package has no type hints)
 
@@ -79,10 +80,12 @@ def _bias(lw: Lowering, co: int) -> int:
     if x.dtype == DType.FLOAT32:
         return lw.new_tensor(name, (co,), DType.FLOAT32, data=np.zeros(co, np.float32))
     if x.quant is None or w.quant is None:
-        raise lw.unsupported("int8 input and weights need quantization parameters")
+        raise lw.unsupported("quantized input and weights need quantization parameters")
     scale = (np.float64(x.quant.s) * np.broadcast_to(w.quant.scale, (co,))).astype(np.float32)
     quant = QuantParams(scale, np.zeros(co, np.int64), 0 if co > 1 else None)
-    return lw.new_tensor(name, (co,), DType.INT32, quant, np.zeros(co, np.int32))
+    # why: 16x8 layers (int16 input) take int64 biases, int8 layers int32
+    dtype = DType.INT64 if x.dtype == DType.INT16 else DType.INT32
+    return lw.new_tensor(name, (co,), dtype, quant, np.zeros(co, dtype.numpy))
 
 
 # -- convolutions ---------------------------------------------------------------------------
@@ -183,7 +186,8 @@ def _pool(lw: Lowering) -> None:
         if mode == PadMode.EXPLICIT:
             # why: TFLite's pooling skips padded cells; the smallest representable value
             # can never win a max, so padding with it is the same as skipping.
-            low: float | int = -128 if x_ir.dtype == DType.INT8 else float(np.finfo(np.float32).min)
+            low: float | int = (int(np.iinfo(x_ir.dtype.numpy).min) if x_ir.dtype in _QUANTIZED
+                                else float(np.finfo(np.float32).min))
             x, padding = _spatial_padding(lw, x, (kh, kw), (sh, sw), (1, 1), low)
         else:
             padding = _padding_enum(mode)
@@ -342,10 +346,11 @@ def _lrn(lw: Lowering) -> None:
 
 @lowers("Quantize")
 def _quantize(lw: Lowering) -> None:
-    src = lw.ir(0).dtype
-    if src not in (DType.FLOAT32, DType.INT8):
+    src, dst = lw.ir(0).dtype, lw.out().dtype
+    if src not in (DType.FLOAT32, *_QUANTIZED):
         raise lw.unsupported(f"quantize from {src.value}")
-    version = 1 if src == DType.FLOAT32 else 2  # int8 -> int8 requantization is version 2
+    # float -> int8 is version 1; requantization and int16 outputs are version 2
+    version = 1 if (src, dst) == (DType.FLOAT32, DType.INT8) else 2
     lw.emit(
         OP.QUANTIZE,
         [lw.input(0)],
@@ -438,7 +443,7 @@ def _concat(lw: Lowering) -> None:
     out = lw.out()
     axis = int(lw.node.attr("axis")) % len(out.shape)
     xs = [lw.input(i) for i in range(len(lw.node.inputs))]
-    if out.dtype == DType.INT8:
+    if out.dtype in _QUANTIZED:
         xs = [_requantized(lw, x, out.quant) for x in xs]
     act = fused(lw)
 
@@ -452,9 +457,10 @@ def _concat(lw: Lowering) -> None:
 
 
 def _requantized(lw: Lowering, x: int, quant: QuantParams | None) -> int:
-    """``x`` itself when it already has ``quant``; else a QUANTIZE (int8 -> int8) copy.
+    """``x`` itself when it already has ``quant``; else a QUANTIZE (int8 -> int8 or int16 ->
+    int16) copy.
 
-    why: TFLM's int8 CONCATENATION copies bytes and never rescales its inputs.
+    why: TFLM's quantized CONCATENATION copies bytes and never rescales its inputs.
     """
     src = lw.model.tensors[x]
     if src.quant == quant:
@@ -491,9 +497,9 @@ def _pad(lw: Lowering) -> None:
         )
         finish()
         return
-    if x_ir.dtype == DType.INT8:
+    if x_ir.dtype in _QUANTIZED:
         assert x_ir.quant is not None
-        const = np.array([_quantize_scalar(value, x_ir.quant)], np.int8)
+        const = np.array([_quantize_scalar(value, x_ir.quant, x_ir.dtype)], x_ir.dtype.numpy)
     else:
         const = np.array([value], x_ir.dtype.numpy)
     c = lw.new_tensor(f"{lw.node.name}_value", (1,), x_ir.dtype, x_ir.quant, const)
@@ -507,8 +513,10 @@ def _pad(lw: Lowering) -> None:
     finish()
 
 
-def _quantize_scalar(value: float, quant: QuantParams) -> int:
-    """``zp + round(value / scale)`` as TFLite does it: float32 division, ties away from 0."""
+def _quantize_scalar(value: float, quant: QuantParams, dtype: DType = DType.INT8) -> int:
+    """``zp + round(value / scale)`` as TFLite does it: float32 division, ties away from 0,
+    clamped to ``dtype``."""
     q = float(np.float32(value) / np.float32(quant.s))
     rounded = int(np.sign(q) * np.floor(abs(q) + 0.5))
-    return int(np.clip(rounded + quant.zp, -128, 127))
+    info = np.iinfo(dtype.numpy)
+    return int(np.clip(rounded + quant.zp, info.min, info.max))

@@ -20,10 +20,10 @@ Reshape            x                                      shape (complete static
 Transpose          x                                      perm
 Concat             x0, x1, ...                            axis
 Pad                x                                      pads ((before, after) per dim), value
-Softmax            x (over the last axis)                 beta
+Softmax            x (over the last axis)                 beta, dtype (int16 output of int8)
 BatchNorm          x, scale, bias, mean, var (last axis)  epsilon
-Quantize           x float32 or int8 -> int8              -
-Dequantize         x int8 -> float32                      -
+Quantize           x float32/int8/int16 -> int8 or int16  dtype (output type, default int8)
+Dequantize         x int8 or int16 -> float32             -
 LRN                x[N,H,W,C] (float)                     radius, bias, alpha, beta (TFLite form)
 Sigmoid, Tanh      x (float)                              -
 FusedConvChain     x, then each member's w, b (in order)  members (Conv2D Nodes), intermediates
@@ -32,9 +32,10 @@ SVM                x[N,d] (float32 or int8),              classes, buffer_capaci
                    w[P,d], b[P] float32, P = k(k-1)/2     max_iter, carry, carry_limit
 =================  =====================================  ==========================================
 
-A quantized tensor's dtype is INT8 and it carries ``QuantParams``; Quantize's output dtype
-is INT8, Dequantize's FLOAT32; SVM's is FLOAT32 ``[N, k]`` (one score per class, see
-``backends/ref/kernels/svm.py``); every other op keeps its first input's dtype.
+A quantized tensor's dtype is INT8 (or INT16) and it carries ``QuantParams``; Quantize's
+output dtype is its ``dtype`` attribute (INT8 by default), Dequantize's FLOAT32; SVM's is
+FLOAT32 ``[N, k]`` (one score per class, see ``backends/ref/kernels/svm.py``); every other op
+keeps its first input's dtype.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def _broadcast(node: Node, inputs: list[Tensor | None]) -> Inferred:
 register_shape("Add", "Mul")(_broadcast)
 
 
-@register_shape("Relu", "Relu6", "Clip", "Softmax", "Sigmoid", "Tanh", "LRN", "BatchNorm")
+@register_shape("Relu", "Relu6", "Clip", "Sigmoid", "Tanh", "LRN", "BatchNorm")
 def _same(node: Node, inputs: list[Tensor | None]) -> Inferred:
     x = _need(node, inputs, 0)
     return [(x.shape, x.dtype)]
@@ -261,10 +262,33 @@ def _pad(node: Node, inputs: list[Tensor | None]) -> Inferred:
     return [(tuple(d + b + a for d, (b, a) in zip(x.shape, pads, strict=True)), x.dtype)]
 
 
+def _declared_dtype(node: Node, default: DType) -> DType:
+    """The node's ``dtype`` attribute (a DType or its name), ``default`` when absent."""
+    raw = node.attr("dtype", default)
+    try:
+        return raw if isinstance(raw, DType) else DType(str(raw))
+    except ValueError:
+        raise _fail(node, f"unknown output type {raw!r}") from None
+
+
 @register_shape("Quantize")
 def _quantize(node: Node, inputs: list[Tensor | None]) -> Inferred:
+    """The output type is the ``dtype`` attribute, INT8 when absent."""
     x = _need(node, inputs, 0)
-    return [(x.shape, DType.INT8)]
+    dtype = _declared_dtype(node, DType.INT8)
+    if dtype not in (DType.INT8, DType.INT16):
+        raise _fail(node, f"quantizes to int8 or int16, not {dtype.value}")
+    return [(x.shape, dtype)]
+
+
+@register_shape("Softmax")
+def _softmax(node: Node, inputs: list[Tensor | None]) -> Inferred:
+    """The input's type, or the ``dtype`` attribute: int16 from int8 (TFLM allows it)."""
+    x = _need(node, inputs, 0)
+    dtype = _declared_dtype(node, x.dtype)
+    if dtype != x.dtype and (x.dtype, dtype) != (DType.INT8, DType.INT16):
+        raise _fail(node, f"softmax of {x.dtype.value} gives {x.dtype.value}, not {dtype.value}")
+    return [(x.shape, dtype)]
 
 
 @register_shape("Dequantize")

@@ -1,4 +1,5 @@
-"""Post-training int8 quantization: float IR Graph -> int8 IR Graph (TFLite int8 scheme).
+"""Post-training quantization: float IR Graph -> int8 IR Graph (TFLite int8 scheme) or, with
+``activations="int16"``, TFLite's 16x8 scheme (int16 activations, int8 weights).
 
 ``quantize(graph, calibration, method)`` runs the float graph over the calibration set with
 the reference runtime, estimates each activation's range (``minmax``, ``percentile`` or
@@ -30,7 +31,7 @@ def quantize(
     method: str = "minmax",
     **options: Any,
 ) -> Graph:
-    """Post-training int8 quantization of a float32 graph.
+    """Post-training quantization of a float32 graph (int8, or 16x8 with int16 activations).
 
     ``calibration`` is ``[N, *input shape]`` float data laid out as the model file declares
     its input (NCHW for an ONNX image model; a sequence of arrays for a multi-input graph).
@@ -39,10 +40,13 @@ def quantize(
     min/max (clipping the input only loses information); weights are always per-channel
     symmetric min/max. Other options: ``batch_size`` (calibration batch, 64) and
     ``skippable_blocks`` (default True: each identity residual block's output shares its
-    input's parameters, so skipping the block is a pure alias; see docs/skipping.md).
+    input's parameters, so skipping the block is a pure alias; see docs/skipping.md), and
+    ``activations``: ``"int8"`` (default) or ``"int16"``, TFLite's 16x8 scheme: int16
+    activations with symmetric per-tensor scales (zero point 0), int8 per-channel weights,
+    int64 biases, int16 Softmax / Logistic / Tanh outputs at scale 1/32768.
 
-    The returned graph has int8 inputs and outputs (TFLite's inference_input_type /
-    inference_output_type int8) and **no external permutation**: like the exported .tflite it
+    The returned graph has int8 (or int16) inputs and outputs (TFLite's inference_input_type
+    / inference_output_type) and **no external permutation**: like the exported .tflite it
     declares its inputs and outputs NHWC, so callers holding NCHW data must transpose it
     (``x.transpose(0, 2, 3, 1)``) and then :func:`quantize_input` it.
     """
@@ -51,14 +55,15 @@ def quantize(
             f"unknown calibration method {method!r} (available: {', '.join(METHODS)})"
         )
     unknown = set(options) - {"percentile", "bins", "batch_size", "max_samples",
-                              "skippable_blocks"}
+                              "skippable_blocks", "activations"}
     if unknown:
         raise EdgennError(f"unknown quantize option(s): {', '.join(sorted(unknown))}")
+    act = scheme.activation_type(str(options.get("activations", "int8")))
     check_float_graph(graph)
     graph.validate()
     calibration_inputs(graph, calibration)  # shape errors before any work
 
-    int8_ops = _int8_ops()
+    int8_ops = _quantized_ops(act)
     int8_nodes = [n for n in graph.nodes if runs_int8(graph, n, int8_ops)]
     observer_opts = {k: options[k] for k in ("percentile", "bins", "max_samples") if k in options}
     observers = {name: Observer("minmax") for name in graph.inputs}
@@ -77,29 +82,32 @@ def quantize(
             if t is not None and t.data is not None and t.data.size:
                 ranges[t.name] = (float(t.data.min()), float(t.data.max()))
     params = scheme.activation_ranges(graph, ranges, int8_nodes,
-                                      bool(options.get("skippable_blocks", True)))
-    return build_int8_graph(graph, params, {n.name for n in int8_nodes}, method)
+                                      bool(options.get("skippable_blocks", True)), act)
+    return build_int8_graph(graph, params, {n.name for n in int8_nodes}, method, act)
 
 
-def _int8_ops() -> frozenset[str]:
-    """The scheme's int8 operators that the reference runtime has an int8 kernel for."""
+def _quantized_ops(act: scheme.ActivationType) -> frozenset[str]:
+    """The scheme's operators for ``act`` that the reference runtime has a kernel of that
+    type for (the others run in float32 between Dequantize and Quantize)."""
     import edgenn.backends.ref.kernels  # noqa: F401  (registers the layers)
     from edgenn.backends.ref.layer import registered
 
-    available = {op for op, dt in registered() if dt == DType.INT8}
-    return scheme.INT8_OPS & available if available else scheme.INT8_OPS
+    available = {op for op, dt in registered() if dt == act.dtype}
+    return act.ops & available if available else act.ops
 
 
-def _io_params(graph: Graph, name: str) -> QuantParams:
+def _io_params(graph: Graph, name: str) -> tuple[QuantParams, DType]:
     t = graph.tensor(name)
-    if t.dtype != DType.INT8 or t.quant is None:
-        raise EdgennError(f"graph {graph.name!r}: tensor {name!r} is not a quantized int8 tensor")
-    return t.quant
+    if t.dtype not in (DType.INT8, DType.INT16) or t.quant is None:
+        raise EdgennError(
+            f"graph {graph.name!r}: tensor {name!r} is not a quantized int8 / int16 tensor")
+    return t.quant, t.dtype
 
 
 def quantize_input(graph: Graph, x: np.ndarray, index: int = 0) -> np.ndarray:
-    """Float data -> the int8 graph input ``index``, exactly as TFLite Micro's QUANTIZE does:
-    ``x / scale`` in float32, rounded half away from zero, plus the zero point, clamped."""
+    """Float data -> the int8 (or int16) graph input ``index``, exactly as TFLite Micro's
+    QUANTIZE does: ``x / scale`` in float32, rounded half away from zero, plus the zero
+    point, clamped."""
     name = graph.inputs[index]
     shape = graph.tensor(name).shape
     x = np.asarray(x)
@@ -108,10 +116,11 @@ def quantize_input(graph: Graph, x: np.ndarray, index: int = 0) -> np.ndarray:
             f"input {name!r}: expected shape [N, {', '.join(map(str, shape[1:]))}] "
             f"(NHWC; transpose NCHW data first), got {list(x.shape)}"
         )
-    return scheme.quantize_per_tensor(x, _io_params(graph, name))
+    params, dtype = _io_params(graph, name)
+    return scheme.quantize_per_tensor(x, params, dtype)
 
 
 def dequantize_output(graph: Graph, q: np.ndarray, index: int = 0) -> np.ndarray:
-    """int8 graph output ``index`` -> float32 ``scale * (q - zero_point)``."""
-    p = _io_params(graph, graph.outputs[index])
+    """int8 (or int16) graph output ``index`` -> float32 ``scale * (q - zero_point)``."""
+    p, _ = _io_params(graph, graph.outputs[index])
     return ((np.asarray(q).astype(np.int32) - p.zp) * np.float32(p.s)).astype(np.float32)

@@ -1,8 +1,9 @@
-"""Build the int8 Graph from the float Graph and the chosen quantization parameters.
+"""Build the quantized Graph from the float Graph and the chosen quantization parameters.
 
-The node structure is kept; every tensor an int8 kernel touches becomes INT8 (or INT32 for
-biases) with QuantParams. Operators without an int8 kernel (LRN, Sigmoid, MatMul, ...) keep
-running in float32 between a Dequantize and a Quantize, inserted only where needed.
+The node structure is kept; every tensor a quantized kernel touches becomes INT8 (INT16 in
+the 16x8 scheme; INT32 / INT64 biases) with QuantParams. Operators without a quantized
+kernel (LRN, MatMul, ...) keep running in float32 between a Dequantize and a Quantize,
+inserted only where needed.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from edgenn.quantize import scheme
 
 
 def check_float_graph(graph: Graph) -> None:
-    """Refuse a graph that is already quantized (int8 tensors or Quantize/Dequantize nodes)."""
+    """Refuse a graph that is already quantized (int8 / int16 tensors or Quantize /
+    Dequantize nodes)."""
     for t in graph.tensors.values():
-        if t.dtype in (DType.INT8, DType.UINT8) or (t.quant is not None and not t.is_const):
+        quantized = t.dtype in (DType.INT8, DType.UINT8, DType.INT16)
+        if quantized or (t.quant is not None and not t.is_const):
             raise EdgennError(
                 f"graph {graph.name!r} is already quantized (tensor {t.name!r} is "
                 f"{t.dtype.value}); quantize takes a float32 graph"
@@ -32,8 +35,8 @@ def check_float_graph(graph: Graph) -> None:
 
 
 def runs_int8(graph: Graph, node: Node, int8_ops: frozenset[str]) -> bool:
-    """True when ``node`` gets an int8 kernel: a supported op over float32 tensors whose
-    weights and bias (for Conv2D / FullyConnected) are constants."""
+    """True when ``node`` gets a quantized kernel: an op of ``int8_ops`` over float32 tensors
+    whose weights and bias (for Conv2D / FullyConnected) are constants."""
     if node.op not in int8_ops:
         return False
     ins = [t for t in graph.node_inputs(node) if t is not None]
@@ -45,11 +48,16 @@ def runs_int8(graph: Graph, node: Node, int8_ops: frozenset[str]) -> bool:
 
 
 class _Builder:
-    """Emits nodes in order and creates int8 / float versions of tensors on demand."""
+    """Emits nodes in order and creates quantized / float versions of tensors on demand.
 
-    def __init__(self, graph: Graph, params: Mapping[str, QuantParams], int8: set[str]):
+    The quantized versions have ``act``'s element type (the ``int8`` names are historical).
+    """
+
+    def __init__(self, graph: Graph, params: Mapping[str, QuantParams], int8: set[str],
+                 act: scheme.ActivationType = scheme.INT8):
         self.g = graph
         self.params = params
+        self.act = act
         self.tensors: dict[str, Tensor] = {}
         self.nodes: list[Node] = []
         # the name of the int8 and of the float32 version of each original tensor, once made
@@ -61,7 +69,7 @@ class _Builder:
     def add_int8(self, name: str, new_name: str | None = None) -> str:
         t = self.g.tensor(name)
         new = new_name or name
-        self.tensors[new] = Tensor(new, t.shape, DType.INT8, self.params[name])
+        self.tensors[new] = Tensor(new, t.shape, self.act.dtype, self.params[name])
         self.q[name] = new
         return new
 
@@ -77,7 +85,9 @@ class _Builder:
             src = self.f[name]
             # a graph output keeps its name (its float version was renamed in emit_float)
             out = self.add_int8(name, name if name in self.g.outputs else f"{name}/quantized")
-            self.nodes.append(Node(f"{name}/quantize", "Quantize", (src,), (out,)))
+            # why: the IR's Quantize gives int8 unless its ``dtype`` says otherwise
+            attrs = {} if self.act.dtype == DType.INT8 else {"dtype": self.act.dtype.value}
+            self.nodes.append(Node(f"{name}/quantize", "Quantize", (src,), (out,), attrs))
         return self.q[name]
 
     def float_of(self, name: str) -> str:
@@ -112,8 +122,9 @@ class _Builder:
         assert t.data is not None
         p = self.params.get(t.name)
         if p is None:
-            p = scheme.activation_params(float(t.data.min()), float(t.data.max()))
-        return self.const(f"{t.name}/int8", scheme.quantize_per_tensor(t.data, p), p)
+            p = self.act.params(float(t.data.min()), float(t.data.max()))
+        data = scheme.quantize_per_tensor(t.data, p, self.act.dtype)
+        return self.const(f"{t.name}/{self.act.name}", data, p)
 
     # -- nodes ------------------------------------------------------------------------------
     def emit(self, node: Node) -> None:
@@ -153,7 +164,8 @@ class _Builder:
             elif b is not None:
                 assert b.data is not None
                 bp = scheme.bias_params(self.params[x.name], wp)
-                ins.append(self.const(b.name, scheme.quantize_bias(b.data, bp), bp))
+                data = scheme.quantize_bias(b.data, bp, self.act.bias_dtype)
+                ins.append(self.const(b.name, data, bp))
         else:
             for t in inputs:
                 if t is None:
@@ -167,16 +179,22 @@ class _Builder:
 
 
 def build_int8_graph(
-    graph: Graph, params: Mapping[str, QuantParams], int8_nodes: set[str], method: str
+    graph: Graph,
+    params: Mapping[str, QuantParams],
+    int8_nodes: set[str],
+    method: str,
+    act: scheme.ActivationType = scheme.INT8,
 ) -> Graph:
-    """The int8 graph: int8 input(s) and output(s), no external permutation."""
-    b = _Builder(graph, params, int8_nodes)
+    """The quantized graph: ``act`` (int8 or int16) input(s) and output(s), no external
+    permutation."""
+    b = _Builder(graph, params, int8_nodes, act)
     for name in graph.inputs:
         b.add_int8(name)
     for node in graph.nodes:
         b.emit(node)
     outputs = tuple(b.int8_of(name) for name in graph.outputs)
-    metadata = {**graph.metadata, "quantization": f"int8 post-training ({method})"}
+    scheme_name = "int8" if act.dtype == DType.INT8 else "16x8 (int16 activations, int8 weights)"
+    metadata = {**graph.metadata, "quantization": f"{scheme_name} post-training ({method})"}
     new = Graph(
         graph.name,
         b.tensors,

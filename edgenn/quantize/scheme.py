@@ -1,4 +1,10 @@
-"""The int8 quantization rules, as TensorFlow's converter applies them for TFLite (Micro).
+"""The quantization rules, as TensorFlow's converter applies them for TFLite (Micro).
+
+Two activation types (``ActivationType``): ``INT8`` (the default) and ``INT16``, TFLite's
+16x8 scheme: int16 activations, per-tensor **symmetric** (zero point 0, ``scale = max|x| /
+32767``), int8 weights as below, int64 biases, and the fixed output parameters TFLM
+requires of int16 Softmax / Logistic / Tanh (scale 1/32768, zero point 0). Every other rule
+below holds for both types.
 
 - Weights of Conv2D / FullyConnected: per-channel symmetric int8 in [-127, 127] along axis 0,
   zero point 0, ``scale[c] = max|w[c]| / 127``.
@@ -19,12 +25,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from edgenn.ir import Activation, Graph, Node, QuantParams
+from edgenn.errors import EdgennError
+from edgenn.ir import Activation, DType, Graph, Node, QuantParams
 
 QMIN, QMAX = -128, 127
+QMAX16 = 32767
 WEIGHT_QMAX = 127
 
 # Operators that get an int8 kernel; anything else runs in float between Dequantize/Quantize.
@@ -52,6 +61,8 @@ SAME_SCALE_OPS = frozenset({"MaxPool2D", "AvgPool2D", "Reshape", "Transpose", "P
 WEIGHTED_OPS = frozenset({"Conv2D", "FullyConnected"})
 
 SOFTMAX_PARAMS = (1.0 / 256.0, -128)
+# int16 outputs in [0, 1] (Softmax, Logistic) or [-1, 1] (Tanh): TFLM requires scale 2^-15
+UNIT_PARAMS_16 = (1.0 / 32768.0, 0)
 
 _ACTIVATION_RANGE = {
     Activation.RELU: (0.0, np.inf),
@@ -78,6 +89,65 @@ def activation_params(lo: float, hi: float) -> QuantParams:
     return QuantParams.per_tensor(float(scale), zp)
 
 
+def symmetric_params(lo: float, hi: float, qmax: int = QMAX16) -> QuantParams:
+    """Symmetric parameters (zero point 0) for ``[lo, hi]``: ``scale = max(|lo|, |hi|) / qmax``.
+
+    An empty range gets a tiny scale so that every value still maps to 0.
+    """
+    amax = max(abs(float(lo)), abs(float(hi)))
+    if not np.isfinite(amax):
+        raise ValueError(f"cannot quantize the range [{lo}, {hi}]")
+    if amax < 1e-12:
+        return QuantParams.per_tensor(1e-8, 0)  # why: scale 0 would divide by zero later
+    return QuantParams.per_tensor(float(np.float32(amax / qmax)), 0)
+
+
+@dataclass(frozen=True)
+class ActivationType:
+    """How activations are quantized: element type, range rule, operators, fixed outputs."""
+
+    name: str
+    dtype: DType
+    symmetric: bool
+    ops: frozenset[str]  # operators that get a kernel of this type (if the runtime has one)
+    fixed: Mapping[str, tuple[float, int]]  # op -> the (scale, zero point) of its output
+    bias_dtype: DType
+
+    @property
+    def qrange(self) -> tuple[int, int]:
+        info = np.iinfo(self.dtype.numpy)
+        return int(info.min), int(info.max)
+
+    def params(self, lo: float, hi: float) -> QuantParams:
+        """The parameters of an activation whose real range is ``[lo, hi]``."""
+        if self.symmetric:
+            return symmetric_params(lo, hi, self.qrange[1])
+        return activation_params(lo, hi)
+
+    def fixed_params(self, op: str) -> QuantParams | None:
+        fixed = self.fixed.get(op)
+        return None if fixed is None else QuantParams.per_tensor(*fixed)
+
+
+INT8 = ActivationType("int8", DType.INT8, False, INT8_OPS, {"Softmax": SOFTMAX_PARAMS},
+                      DType.INT32)
+INT16 = ActivationType(
+    "int16", DType.INT16, True, INT8_OPS | {"Sigmoid", "Tanh"},
+    {"Softmax": UNIT_PARAMS_16, "Sigmoid": UNIT_PARAMS_16, "Tanh": UNIT_PARAMS_16},
+    DType.INT64,
+)
+ACTIVATION_TYPES = {t.name: t for t in (INT8, INT16)}
+
+
+def activation_type(name: str) -> ActivationType:
+    """``INT8`` or ``INT16`` by name; one clear error for anything else."""
+    found = ACTIVATION_TYPES.get(name)
+    if found is None:
+        raise EdgennError(f"unknown activation type {name!r} "
+                          f"(available: {', '.join(ACTIVATION_TYPES)})")
+    return found
+
+
 def weight_params(w: np.ndarray) -> QuantParams:
     """Per-channel symmetric parameters along axis 0: ``scale[c] = max|w[c]| / 127``."""
     amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1).astype(np.float64)
@@ -87,7 +157,7 @@ def weight_params(w: np.ndarray) -> QuantParams:
 
 
 def bias_params(in_params: QuantParams, w_params: QuantParams) -> QuantParams:
-    """int32 bias parameters: ``scale[c] = in_scale * w_scale[c]``, zero point 0."""
+    """Bias parameters (int32, int64 in 16x8): ``scale[c] = in_scale * w_scale[c]``, zp 0."""
     scale = (np.float64(in_params.s) * w_params.scale.astype(np.float64)).astype(np.float32)
     return QuantParams(scale, np.zeros(scale.shape, np.int64), axis=0)
 
@@ -100,18 +170,23 @@ def quantize_weights(w: np.ndarray, params: QuantParams) -> np.ndarray:
     )
 
 
-def quantize_bias(b: np.ndarray, params: QuantParams) -> np.ndarray:
+def quantize_bias(b: np.ndarray, params: QuantParams, dtype: DType = DType.INT32) -> np.ndarray:
+    """``round(b / scale[c])`` (half away from zero) as int32, or int64 for 16x8 layers."""
     q = round_half_away(b.astype(np.float64) / params.scale.astype(np.float64))
-    info = np.iinfo(np.int32)
-    return np.clip(q, info.min, info.max).astype(np.int32)
+    info = np.iinfo(dtype.numpy)
+    # why the 2^62 cap: float64 cannot hold int64's limits, and casting 2^63 overflows
+    lo, hi = max(float(info.min), -(2.0**62)), min(float(info.max), 2.0**62)
+    return np.clip(q, lo, hi).astype(dtype.numpy)
 
 
-def quantize_per_tensor(x: np.ndarray, params: QuantParams) -> np.ndarray:
-    """``round(x / scale) + zp`` clamped to int8, with the division done in float32 as TFLM's
-    QUANTIZE does, and rounding half away from zero (``std::round``)."""
+def quantize_per_tensor(x: np.ndarray, params: QuantParams,
+                        dtype: DType = DType.INT8) -> np.ndarray:
+    """``round(x / scale) + zp`` clamped to int8 (or int16), with the division done in float32
+    as TFLM's QUANTIZE does, and rounding half away from zero (``std::round``)."""
     scaled = np.asarray(x, np.float32) / np.float32(params.s)
     q = round_half_away(scaled.astype(np.float64)) + params.zp
-    return np.clip(q, QMIN, QMAX).astype(np.int8)
+    info = np.iinfo(dtype.numpy)
+    return np.clip(q, info.min, info.max).astype(dtype.numpy)
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
@@ -172,27 +247,30 @@ def activation_ranges(
     ranges: Mapping[str, tuple[float, float]],
     int8_nodes: Iterable[Node],
     skippable_blocks: bool = False,
+    act: ActivationType = INT8,
 ) -> dict[str, QuantParams]:
     """Quantization parameters for every non-constant tensor in ``ranges``.
 
     ``ranges`` holds the calibrated real range of each activation; this applies the fused
-    activation clip, the Softmax fixed parameters and the shared-parameter groups (with
-    ``skippable_blocks``, also each identity residual block's input and output).
+    activation clip, the fixed output parameters (Softmax; int16 Logistic / Tanh), the
+    shared-parameter groups (with ``skippable_blocks``, also each identity residual block's
+    input and output) and ``act``'s range rule.
     """
     nodes = list(int8_nodes)
     clipped = dict(ranges)
     fixed: dict[str, QuantParams] = {}
     for node in nodes:
         out = node.outputs[0]
-        if node.op == "Softmax":
-            fixed[out] = QuantParams.per_tensor(*SOFTMAX_PARAMS)
+        fixed_out = act.fixed_params(node.op)
+        if fixed_out is not None:
+            fixed[out] = fixed_out
         elif out in clipped:
-            act = node.attr("activation")
+            fused = node.attr("activation")
             if node.op == "Relu":
-                act = Activation.RELU
+                fused = Activation.RELU
             elif node.op == "Relu6":
-                act = Activation.RELU6
-            clipped[out] = clip_to_activation(*clipped[out], act)
+                fused = Activation.RELU6
+            clipped[out] = clip_to_activation(*clipped[out], fused)
     groups = shared_groups(graph, nodes, skippable_blocks)
     union: dict[str, tuple[float, float]] = {}
     for name, (lo, hi) in clipped.items():
@@ -207,7 +285,7 @@ def activation_ranges(
     params: dict[str, QuantParams] = {}
     for name in clipped:
         root = groups.find(name)
-        params[name] = fixed_roots.get(root) or activation_params(*union[root])
+        params[name] = fixed_roots.get(root) or act.params(*union[root])
     for name, p in fixed.items():
         params[name] = p
     return params

@@ -1,12 +1,14 @@
-"""MaxPool2D and AvgPool2D over NHWC, float32 and int8.
+"""MaxPool2D and AvgPool2D over NHWC, float32, int8 and int16.
 
 As TFLite: windows cover only in-bounds elements (padding is never a candidate for the max
-and is not counted in the average). int8 AvgPool divides the int32 sum by the count
-rounding half away from zero (``(acc +- count/2) / count`` with C truncation). int8 pools
-compute in the input's quantization (fused activation clamp included); an output declared
-with other parameters is then requantized as TFLM's int8 -> int8 QUANTIZE, which is how the
-exporter writes such a node. ``count_include_pad`` (an ONNX attribute) divides by the
-full window instead; for int8 the padding then holds the zero point, i.e. real zero.
+and is not counted in the average). Quantized AvgPool divides the integer sum by the count
+rounding half away from zero (``(acc +- count/2) / count`` with C truncation); int8 and
+int16 run the same code with their own limits (TFLM's ``reference_integer_ops`` pooling).
+Quantized pools compute in the input's quantization (fused activation clamp included); an
+output declared with other parameters is then requantized as TFLM's QUANTIZE between two
+tensors of that type, which is how the exporter writes such a node. ``count_include_pad``
+(an ONNX attribute) divides by the full window instead; for quantized types the padding then
+holds the zero point, i.e. real zero.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ import numpy as np
 from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
-    output_requant,
     pad_hw,
     per_tensor,
     windows,
 )
-from edgenn.backends.ref.kernels.fixed_point import (
-    activation_range_float,
-    activation_range_quantized,
+from edgenn.backends.ref.kernels.fixed_point import activation_range_float
+from edgenn.backends.ref.kernels.quantized_types import (
+    QUANTIZED,
+    activation_range,
+    moved_output_requant,
+    type_range,
 )
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import GraphValidationError
@@ -53,15 +57,16 @@ class _Pool(Layer):
         self.strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
         self.pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
         _, self.oh, self.ow, _ = self.outputs[0].shape
-        self.int8 = x.dtype is DType.INT8
+        self.dtype = x.dtype
+        self.quantized = x.dtype in QUANTIZED
         act = activation_of(self)
-        self.requant = output_requant(self) if self.int8 else None
-        if self.int8:
+        self.requant = moved_output_requant(self)
+        self.lo: Any
+        self.hi: Any
+        if self.quantized:
             q = per_tensor(self, x, "input")
             self.zp = q.zp
-            self.lo: Any
-            self.hi: Any
-            self.lo, self.hi = activation_range_quantized(act, q)
+            self.lo, self.hi = activation_range(act, q, x.dtype)
         else:
             self.lo, self.hi = activation_range_float(act)
         _, h, w, _ = x.shape
@@ -78,35 +83,36 @@ class _Pool(Layer):
         return windows(xp, self.kernel, self.strides, (1, 1), (self.oh, self.ow))  # type: ignore[arg-type]
 
 
-@register("MaxPool2D", DType.FLOAT32, DType.INT8)
+@register("MaxPool2D", DType.FLOAT32, DType.INT8, DType.INT16)
 class MaxPool2D(_Pool):
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
-        fill = -128 if self.int8 else -np.inf
+        # why: the type's lowest value never wins a max, so padding with it is skipping
+        fill = type_range(self.dtype)[0] if self.quantized else -np.inf
         y = self._windows(pad_hw(x, self.pads, fill)).max(axis=(3, 4))
         y = np.clip(y, self.lo, self.hi).astype(x.dtype, copy=False)
         return [y if self.requant is None else self.requant(y)]
 
 
-@register("AvgPool2D", DType.FLOAT32, DType.INT8)
+@register("AvgPool2D", DType.FLOAT32, DType.INT8, DType.INT16)
 class AvgPool2D(_Pool):
     def build(self) -> None:
         super().build()
         if self.node.attr("count_include_pad", False):
             self.count = np.full_like(self.count, self.kernel[0] * self.kernel[1])
-            self.fill = self.zp if self.int8 else 0.0
+            self.fill = self.zp if self.quantized else 0.0
         else:
-            self.fill = 0 if self.int8 else 0.0
+            self.fill = 0 if self.quantized else 0.0
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
         n, _, _, c = x.shape
         kh, kw = self.kernel
-        if not self.int8:
+        if not self.quantized:
             s = self._windows(pad_hw(x, self.pads, self.fill)).sum(axis=(3, 4), dtype=np.float32)
             y = (s / self.count.astype(np.float32)).astype(np.float32)
             return [np.clip(y, self.lo, self.hi).astype(np.float32, copy=False)]
-        out = np.empty((n, self.oh, self.ow, c), np.int8)
+        out = np.empty((n, self.oh, self.ow, c), self.dtype.numpy)
         for part in batch_chunks(n, self.oh * self.ow * c * kh * kw):
             xp = pad_hw(x[part].astype(np.int32), self.pads, self.fill)
             acc = self._windows(xp).sum(axis=(3, 4), dtype=np.int64)

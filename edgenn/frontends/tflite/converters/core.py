@@ -88,6 +88,10 @@ def depthwise_conv_2d(b: Builder, op: RawOperator) -> None:
     if data.ndim != 4 or data.shape[0] != 1 or len(x.shape) != 4:
         raise b.fail(op, f"depthwise weights {list(data.shape)} are not [1,KH,KW,Co]")
     cin, cout = x.shape[3], data.shape[3]
+    bias = b.raw_tensor(op, 2)
+    if x.dtype is DType.INT16 and bias is not None and b.dtype(bias) is not DType.INT64:
+        # why: TFLite Micro reads a 16x8 depthwise bias as int64 whatever its declared type
+        raise b.unsupported(op, "16x8 DEPTHWISE_CONV_2D needs an int64 bias")
     if cout % cin:
         raise b.fail(op, f"{cout} output channels are not a multiple of {cin} input channels")
     # why: TFLite keeps depthwise weights as [1,KH,KW,Co] quantized along axis 3; the IR's
@@ -145,9 +149,14 @@ _UNARY = {RELU: "Relu", RELU6: "Relu6", LOGISTIC: "Sigmoid", TANH: "Tanh",
 def unary(b: Builder, op: RawOperator) -> None:
     x = b.input(op, 0)
     out = _out(b, op)
-    if op.opcode == QUANTIZE and b.tensors[out].dtype != DType.INT8:
-        raise b.unsupported(op, f"QUANTIZE to {b.tensors[out].dtype.value} is unsupported")
-    b.emit(Node(b.op_name(op), _UNARY[op.opcode], (x.name,), (out,)))
+    attrs: dict[str, object] = {}
+    if op.opcode == QUANTIZE:
+        dtype = b.tensors[out].dtype
+        if dtype not in (DType.INT8, DType.INT16):
+            raise b.unsupported(op, f"QUANTIZE to {dtype.value} is unsupported")
+        if dtype != DType.INT8:  # why: the IR's Quantize gives int8 unless told otherwise
+            attrs["dtype"] = dtype.value
+    b.emit(Node(b.op_name(op), _UNARY[op.opcode], (x.name,), (out,), attrs))
 
 
 @converter(SOFTMAX)
@@ -155,8 +164,11 @@ def softmax(b: Builder, op: RawOperator) -> None:
     beta = float(op.options.get("beta", 1.0))
     if not np.isfinite(beta):
         raise b.fail(op, f"softmax beta is {beta}")
-    b.emit(Node(b.op_name(op), "Softmax", (b.input(op, 0).name,), (_out(b, op),),
-                {"beta": beta}))
+    x, out = b.input(op, 0), _out(b, op)
+    attrs: dict[str, object] = {"beta": beta}
+    if b.tensors[out].dtype != x.dtype:  # int8 -> int16, as TFLM allows
+        attrs["dtype"] = b.tensors[out].dtype.value
+    b.emit(Node(b.op_name(op), "Softmax", (x.name,), (out,), attrs))
 
 
 @converter(LOCAL_RESPONSE_NORMALIZATION)

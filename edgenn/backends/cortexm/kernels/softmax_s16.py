@@ -1,0 +1,49 @@
+"""Portable Softmax with int16 output: int16 input (TFLM's exp and 1 / (1 + x) tables from
+the reference layer, interpolating lookups in C), and int8 input with int16 output (the int8
+kernel's tabulated gemmlowp exps, scaled to 1/65536)."""
+
+from __future__ import annotations
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
+from edgenn.backends.cortexm.kernels.pool_s16 import is_int16
+from edgenn.backends.ref.kernels.softmax import softmax_input_scaling
+from edgenn.ir import DType, Graph, Node
+
+
+def _prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    x = graph.tensor(node.inputs[0])
+    depth = x.shape[-1] if x.shape else 1
+    call = (f"edgenn_softmax_s16({{in0}}, {{out0}}, "
+            f"{args(x.size // depth, depth, layer.multiplier, layer.shift)}, "
+            f"{{exp_lut}}, {{recip_lut}});")
+    return KernelCall(call, ("edgenn_s16_misc_softmax.c",),
+                      (CArray("exp_lut", "int16_t", layer.exp_lut),
+                       CArray("recip_lut", "int16_t", layer.recip_lut)),
+                      kernel_name="edgenn_softmax_s16")
+
+
+def _is_int8_to_int16(node: Node, graph: Graph) -> bool:
+    return (graph.tensor(node.inputs[0]).dtype is DType.INT8
+            and graph.tensor(node.outputs[0]).dtype is DType.INT16)
+
+
+def _prepare_s8_s16(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    x = graph.tensor(node.inputs[0])
+    depth = x.shape[-1] if x.shape else 1
+    assert x.quant is not None
+    _, _, diff_min = softmax_input_scaling(layer.beta, x.quant.s)
+    call = (f"edgenn_softmax_s8_s16({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
+            f"{{exp_lut}}, {{acc_lut}}, {diff_min});")
+    return KernelCall(call, ("edgenn_s16_misc_softmax.c",),
+                      (CArray("exp_lut", "int32_t", layer.exp_lut),
+                       CArray("acc_lut", "int32_t", layer.acc_lut)),
+                      kernel_name="edgenn_softmax_s8_s16")
+
+
+register_kernel(PortableKernel("Softmax", "edgenn_softmax_s16", is_int16, _prepare,
+                               (DType.INT16,)))
+register_kernel(PortableKernel("Softmax", "edgenn_softmax_s8_s16", _is_int8_to_int16,
+                               _prepare_s8_s16, (DType.INT8,)))
