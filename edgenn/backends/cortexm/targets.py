@@ -30,7 +30,9 @@ CORES: dict[str, Core] = {
     ),
     "cortex-m7": Core(
         "cortex-m7",
-        ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+        # why single precision: unicorn's M7 faults on double-precision VFP instructions;
+        # doubles (bit-exact dequantize) then go through libgcc's IEEE soft-float instead
+        ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"),
         has_dsp=True, has_fpu=True, unicorn_cpu="UC_CPU_ARM_CORTEX_M7", cycle_model=False,
         flash_kb=2048, ram_kb=512,
     ),
