@@ -1,4 +1,4 @@
-"""Mean over axes, float32 and int8, int8 exactly as current TFLite Micro computes MEAN.
+"""Mean over axes: float32, and int8 / int16 exactly as current TFLite Micro computes MEAN.
 
 TFLM (``reduce_common.cc``, ``EvalIntegerMean``) computes every int8 mean with
 ``QuantizedMeanOrSum``, also when input and output share scale and zero point (other
@@ -21,12 +21,13 @@ from edgenn.backends.ref.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
+from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
 
 
-@register("Mean", DType.FLOAT32, DType.INT8)
+@register("Mean", DType.FLOAT32, DType.INT8, DType.INT16)
 class Mean(Layer):
     def build(self) -> None:
         x = self.inputs[0]
@@ -37,7 +38,8 @@ class Mean(Layer):
             raise UnsupportedOperatorError(f"{self.node}: Mean over the batch axis 0")
         self.keep = bool(self.node.attr("keepdims", True))
         self.count = int(np.prod([x.shape[a] for a in self.axes]))
-        self.int8 = x.dtype is DType.INT8
+        self.int8 = x.dtype in (DType.INT8, DType.INT16)  # quantized (int16: TFLM int16 MEAN)
+        self.lo, self.hi = type_range(x.dtype) if self.int8 else (0, 0)
         if not self.int8:
             return
         qi = per_tensor(self, x, "input")
@@ -56,4 +58,4 @@ class Mean(Layer):
             return [(s / np.float32(self.count)).astype(np.float32)]
         total = x.sum(axis=self.axes, keepdims=self.keep, dtype=np.int64)
         y = multiply_by_quantized_multiplier(total - self.in_zp * self.count, self.mult, self.shift)
-        return [np.clip(y + self.out_zp, -128, 127).astype(np.int8)]
+        return [np.clip(y + self.out_zp, self.lo, self.hi).astype(x.dtype)]

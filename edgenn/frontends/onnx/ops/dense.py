@@ -86,8 +86,13 @@ def convert_matmul(ctx: Context, node: NodeProto) -> None:
     if ctx.is_const(b) and ctx.rank(a) == 2 and ctx.rank(b) == 2:
         _fully_connected(ctx, ctx.onnx_order(a), ctx.const(b).transpose((1, 0)), b, None, None)
         return
-    if ctx.quantized:
-        raise ctx.fail("int8 MatMul is supported only as a 2-D product with constant weights")
+    if ctx.quantized:  # int8 operands of rank >= 2: TFLite's BATCH_MATMUL arithmetic
+        if min(ctx.rank(a), ctx.rank(b)) < 2:
+            raise ctx.fail("int8 MatMul of a 1-D operand is not supported")
+        ops = [ctx.new_const(n, ctx.const(n).data, ctx.const(n).quant) if ctx.is_const(n)
+               else ctx.onnx_order(n) for n in (a, b)]
+        ctx.emit("BatchMatMul", ops, out=ctx.output())
+        return
     b_ir = ctx.new_const(b, ctx.const_array(b)) if ctx.is_const(b) else ctx.onnx_order(b)
     a_ir = ctx.new_const(a, ctx.const_array(a)) if ctx.is_const(a) else ctx.onnx_order(a)
     ctx.emit("MatMul", [a_ir, b_ir], out=ctx.output())

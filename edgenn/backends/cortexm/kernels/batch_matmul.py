@@ -1,0 +1,71 @@
+"""Portable int8 / int16 BatchMatMul with broadcast batch axes and adj_x / adj_y; the
+reference layer gives the constants (``backends/ref/kernels/batch_matmul.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import (
+    PortableKernel,
+    args,
+    const_operand,
+    ref_layer,
+)
+from edgenn.backends.ref.kernels.batch_matmul import reduced_multiplier
+from edgenn.ir import DType, Graph, Node
+
+
+def batch_offsets(out_batch: Sequence[int], shape: Sequence[int]) -> np.ndarray:
+    """Element offset of the operand matrix that each output matrix reads (broadcasting)."""
+    own = [1] * (len(out_batch) - len(shape) + 2) + [int(d) for d in shape[:-2]]
+    if not out_batch:
+        return np.zeros(1, np.int64)
+    index = np.indices(tuple(out_batch)).reshape(len(out_batch), -1)
+    index = np.where(np.asarray(own)[:, None] == 1, 0, index)  # size-1 axes broadcast
+    flat = np.asarray(np.ravel_multi_index(tuple(index), own), dtype=np.int64)
+    return flat * int(shape[-2]) * int(shape[-1])
+
+
+def _matches(node: Node, graph: Graph) -> bool:
+    a, b = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
+    y = graph.tensor(node.outputs[0])
+    if not a.dtype is b.dtype is y.dtype or a.dtype not in (DType.INT8, DType.INT16):
+        return False
+    if a.dtype is DType.INT16:  # TFLM's int16 kernel takes zero points 0 only
+        return all(t.quant is not None and not t.quant.per_channel and t.quant.zp == 0
+                   for t in (a, b, y))
+    return True
+
+
+def _prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    a, b = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
+    y = graph.tensor(node.outputs[0])
+    m, n = y.shape[-2:]
+    k = a.shape[-2] if layer.adj[0] else a.shape[-1]
+    out_batch = y.shape[:-2]
+    arrays = [CArray("a_off", "int32_t", batch_offsets(out_batch, a.shape)),
+              CArray("b_off", "int32_t", batch_offsets(out_batch, b.shape))]
+    pa, pb = const_operand(node, graph, 0, arrays), const_operand(node, graph, 1, arrays)
+    batches = int(np.prod(out_batch, dtype=np.int64))
+    dims = args(batches)
+    shape = args(m, n, k, int(layer.adj[0]), int(layer.adj[1]))
+    if a.dtype is DType.INT8:
+        q = args(layer.zps[0], layer.zps[1], layer.mult, layer.shift, layer.out_zp)
+        call = (f"edgenn_batch_matmul_s8({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
+                f"{shape}, {q});")
+        name = "edgenn_batch_matmul_s8"
+    else:
+        reduced, total_shift = reduced_multiplier(layer.mult, layer.shift)
+        q = args(reduced, total_shift, layer.out_zp)
+        call = (f"edgenn_batch_matmul_s16({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, "
+                f"{{b_off}}, {shape}, {q});")
+        name = "edgenn_batch_matmul_s16"
+    return KernelCall(call, ("edgenn_batch_matmul.c",), tuple(arrays), kernel_name=name)
+
+
+register_kernel(PortableKernel("BatchMatMul", "edgenn_batch_matmul", _matches, _prepare,
+                               (DType.INT8, DType.INT16)))

@@ -1,0 +1,26 @@
+"""Portable int8 CumSum along any axis (exclusive / reverse), with the reference layer's
+constants (``backends/ref/kernels/cumsum.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8, ref_layer
+from edgenn.ir import Graph, Node
+
+
+def _prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    shape = layer.shape
+    axis = int(node.attr("axis")) % len(shape)
+    outer = int(np.prod(shape[:axis], dtype=np.int64))
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    values = (outer, shape[axis], inner, int(layer.exclusive), int(layer.reverse),
+              layer.in_zp, layer.in_mult, layer.in_shift, layer.start, layer.out_mult,
+              layer.out_shift, layer.out_zp)
+    return KernelCall(f"edgenn_cumsum_s8({{in0}}, {{out0}}, {args(*values)});",
+                      ("edgenn_cumsum_s8.c",), kernel_name="edgenn_cumsum_s8")
+
+
+register_kernel(PortableKernel("CumSum", "edgenn_cumsum_s8", is_int8, _prepare))

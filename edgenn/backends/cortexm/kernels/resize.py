@@ -1,0 +1,62 @@
+"""Portable Resize: nearest neighbour of int8 / int16 (a row copy by source tables) and
+bilinear of int8 (10-bit taps), with the reference layer's tables
+(``backends/ref/kernels/resize.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
+from edgenn.backends.ref.kernels.resize import Taps
+from edgenn.ir import DType, Graph, Node
+
+SRC = ("edgenn_resize.c",)
+
+
+def _matches(node: Node, graph: Graph) -> bool:
+    x, y = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
+    if x.dtype is not y.dtype or x.dtype not in (DType.INT8, DType.INT16):
+        return False
+    return node.attr("mode") == "nearest" or x.dtype is DType.INT8
+
+
+def _requant(layer: object, dtype: DType, n: int) -> tuple[str, tuple[str, ...]]:
+    """The rescale to a differently quantized output, in place after the resize."""
+    r = getattr(layer, "requant", None)
+    if r is None:
+        return "", ()
+    values = args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, r.lo, r.hi)
+    if dtype is DType.INT8:
+        return f"\nedgenn_requant_s8({{out0}}, {{out0}}, {values});", ("edgenn_unary_s8.c",)
+    return (f"\nedgenn_requant_s16_s16({{out0}}, {{out0}}, {values});",
+            ("edgenn_s16_misc_quant.c",))
+
+
+def _taps(t: Taps) -> np.ndarray:
+    return np.stack([t.lo, t.hi, t.w_lo, t.w_hi], axis=1).astype(np.int32)
+
+
+def _prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    x, y = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
+    _, _, w, c = x.shape
+    _, oh, ow, _ = y.shape
+    tail, extra = _requant(layer, x.dtype, y.size)
+    if layer.mode == "nearest":
+        call = (f"edgenn_resize_nearest({{in0}}, {{out0}}, "
+                f"{args(w, oh, ow, c * x.dtype.itemsize)}, {{rows}}, {{cols}});")
+        return KernelCall(call + tail, SRC + extra,
+                          (CArray("rows", "int32_t", layer.rows),
+                           CArray("cols", "int32_t", layer.cols)),
+                          kernel_name="edgenn_resize_nearest")
+    call = (f"edgenn_resize_bilinear_s8({{in0}}, {{out0}}, {args(w, c, oh, ow)}, {{y_taps}}, "
+            "{x_taps});")
+    return KernelCall(call + tail, SRC + extra,
+                      (CArray("y_taps", "int32_t", _taps(layer.ty)),
+                       CArray("x_taps", "int32_t", _taps(layer.tx))),
+                      kernel_name="edgenn_resize_bilinear_s8")
+
+
+register_kernel(PortableKernel("Resize", "edgenn_resize", _matches, _prepare,
+                               (DType.INT8, DType.INT16)))
