@@ -32,6 +32,12 @@ def node_macs(graph: Graph, node: Node) -> int:
         return out.size * graph.tensor(node.inputs[1]).shape[1]
     if node.op == "MatMul":
         return out.size * graph.tensor(node.inputs[0]).shape[-1]
+    if node.op == "BatchMatMul":  # a[..., M, K] (or [..., K, M] when adj_x)
+        a = graph.tensor(node.inputs[0]).shape
+        return out.size * a[-2 if node.attr("adj_x", False) else -1]
+    if node.op == "TransposeConv2D":  # every input pixel scatters KH x KW x Co/g products
+        x, w = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
+        return x.size * w.shape[0] * w.shape[1] * w.shape[2] // int(node.attr("groups", 1))
     if node.op in ("AvgPool2D", "MaxPool2D"):
         kh, kw = node.attr("kernel")
         return out.size * kh * kw
