@@ -140,12 +140,16 @@ class Builder:
         )
 
     def _make_tensor(self, raw: RawTensor, name: str) -> Tensor:
-        if raw.is_variable:
-            raise UnsupportedOperatorError(f"{self.file}: variable tensor {name!r} is unsupported")
         dtype = self.dtype(raw)
         data = self._data(raw, name)
         # why: float tensors may carry calibration ranges that mean nothing here
         quant = None if dtype == DType.FLOAT32 else self.quant(raw)
+        if raw.is_variable:
+            # A state tensor (LSTM, SVDF) becomes a constant holding the state every inference
+            # starts from. why not the buffer: TFLite Micro never reads it; its Reset sets
+            # an int8 state to its zero point and any other state to 0 (a real 0).
+            zp = int(quant.zero_point[0]) if dtype == DType.INT8 and quant is not None else 0
+            data = np.full(raw.shape, zp, dtype.numpy)
         if dtype == DType.INT8 and data is None and quant is None:
             raise ModelFormatError(f"{self.file}: int8 tensor {name!r} has no quantization")
         if quant is not None and dtype in (DType.INT8, DType.UINT8):

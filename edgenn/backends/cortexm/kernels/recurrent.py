@@ -1,0 +1,245 @@
+"""Portable recurrent kernels: LSTM (int8 or int16 activations, bit-exact; float32) and SVDF
+(int8, bit-exact; float32).
+
+Every kernel takes its constants from the reference layer's build (``ref_layer``), so the
+integer C is bit-exact with the reference runtime by construction. The state inputs (constants
+holding the initial state, or arena tensors) are copied into the layer's scratch buffer, which
+holds the running state: every inference starts from the initial state, as TFLite Micro's
+Reset makes it. The integer LSTM's weight rows are re-packed for SMLAD (``simd_rows``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import (
+    PortableKernel,
+    args,
+    c_float,
+    const_operand,
+    i32,
+)
+from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
+from edgenn.backends.ref.kernels.lstm import GATES, Lstm
+from edgenn.backends.ref.kernels.svdf import Svdf
+from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.ir import DType, Graph, Node
+from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+
+
+def _aligned16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def _pad4(n: int) -> int:
+    return (n + 3) // 4 * 4
+
+
+def simd_rows(w: np.ndarray) -> np.ndarray:
+    """int8 weight rows zero-padded to a multiple of 4, each group of 4 stored w0 w2 w1 w3
+    (``edgenn_lstm.h``: SXTB16 and SXTB16 ROR 8 then give the pairs (w0, w1), (w2, w3))."""
+    rows, depth = w.shape
+    padded = np.zeros((rows, _pad4(depth)), np.int8)
+    padded[:, :depth] = w
+    return np.ascontiguousarray(padded.reshape(rows, -1, 4)[:, :, [0, 2, 1, 3]]).ravel()
+
+
+# -- LSTM ----------------------------------------------------------------------------------------
+def _lstm_layer(node: Node, graph: Graph) -> Lstm:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Lstm)
+    if not layer.integer or len(node.outputs) != 1:
+        raise UnsupportedOperatorError(f"{node}: the Cortex-M LSTM is integer, one output")
+    if layer.params.wide:
+        for gate in layer.params.gates:
+            for bias in (gate.bias_w, gate.bias_r):
+                if np.any(np.abs(bias) >= 2**31):
+                    raise UnsupportedOperatorError(
+                        f"{node}: int16 LSTM biases beyond int32 are not supported on Cortex-M")
+    return layer
+
+
+def _lstm_matches(node: Node, graph: Graph) -> bool:
+    x = graph.tensor(node.inputs[0])
+    if x.dtype not in (DType.INT8, DType.INT16):
+        return False
+    try:
+        _lstm_layer(node, graph)
+    except EdgennError:
+        return False
+    return True
+
+
+def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = _lstm_layer(node, graph)
+    p = layer.params
+    x = graph.tensor(node.inputs[0])
+    batch, steps, n_input = sequence_dims(x, layer.time_major)
+    n_cell = layer.n_cell
+    arrays: list[CArray] = []
+    gate_inits = []
+    for k, gate in enumerate(p.gates):
+        arrays += [CArray(f"w{k}", "int8_t", simd_rows(gate.w)),
+                   CArray(f"r{k}", "int8_t", simd_rows(gate.r)),
+                   CArray(f"bw{k}", "int32_t", i32(gate.bias_w)),
+                   CArray(f"br{k}", "int32_t", i32(gate.bias_r))]
+        gate_inits.append(
+            f"{{@P@_w{k}, @P@_r{k}, @P@_bw{k}, @P@_br{k}, "
+            f"{args(gate.fc_w.multiplier, gate.fc_w.shift, gate.fc_r.multiplier)}, "
+            f"{args(gate.fc_r.shift, int(gate.activation == 'tanh'))}}}")
+    h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
+    c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
+    om = p.output_mul
+    scalars = args(p.forget_mul.multiplier, p.forget_mul.shift, p.input_mul.multiplier,
+                   p.input_mul.shift, om.multiplier, om.shift, om.zero_point, om.lo, om.hi,
+                   p.cell_tanh.multiplier, p.cell_tanh.shift, p.cell_clip, batch, steps,
+                   n_input, n_cell, int(layer.time_major))
+    code = ("static const edgenn_lstm_params @P@_params = {\n    {" + ",\n     ".join(gate_inits)
+            + "},\n    " + scalars + "};")
+    fn = "edgenn_lstm_s16" if p.wide else "edgenn_lstm_s8"
+    return KernelCall(
+        call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {{scratch}});",
+        sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
+        scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
+        comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
+
+
+register_kernel(PortableKernel("LSTM", "edgenn_lstm", _lstm_matches, _lstm_prepare,
+                               (DType.INT8, DType.INT16)))
+
+
+# -- float32 LSTM --------------------------------------------------------------------------------
+def _lstm_f32_matches(node: Node, graph: Graph) -> bool:
+    if graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
+        return False
+    try:
+        _ref_layer(node, graph)
+    except EdgennError:
+        return False
+    return True
+
+
+def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Lstm) and not layer.integer
+    x = graph.tensor(node.inputs[0])
+    batch, steps, n_input = sequence_dims(x, layer.time_major)
+    arrays: list[CArray] = []
+    fields: dict[str, list[str]] = {"w": [], "r": [], "bias": [], "peephole": []}
+    for k, gate in enumerate(GATES):
+        arrays += [CArray(f"w{k}", "float", layer.w_f[k].T), CArray(f"r{k}", "float",
+                                                                      layer.r_f[k].T),
+                   CArray(f"b{k}", "float", layer.b_f[k])]
+        fields["w"].append(f"@P@_w{k}")
+        fields["r"].append(f"@P@_r{k}")
+        fields["bias"].append(f"@P@_b{k}")
+        peep = layer.peephole.get(gate)
+        if peep is None:
+            fields["peephole"].append("NULL")
+        else:
+            arrays.append(CArray(f"p{k}", "float", peep))
+            fields["peephole"].append(f"@P@_p{k}")
+    h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
+    c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
+    finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+    code = ("static const edgenn_lstm_f32_params @P@_params = {\n"
+            + "".join(f"    {{{', '.join(v)}}},\n" for v in fields.values())
+            + f"    {c_float(layer.cell_clip)}, {c_float(layer.gate_clip)}, "
+            + args(int(layer.activation == "sigmoid"), batch, steps, n_input, layer.n_cell,
+                   int(layer.time_major)) + "};")
+    return KernelCall(
+        call=(f"edgenn_lstm_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, "
+              "{scratch});"),
+        sources=("edgenn_lstm_f32.c",), arrays=tuple(arrays), code=code,
+        scratch_bytes=_aligned16(24 * layer.n_cell), kernel_name="edgenn_lstm_f32",
+        comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
+
+
+register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32", _lstm_f32_matches, _lstm_f32_prepare,
+                               (DType.FLOAT32,)))
+
+
+# -- SVDF ----------------------------------------------------------------------------------------
+def _svdf_layer(node: Node, graph: Graph) -> Svdf:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Svdf)
+    if not layer.integer:
+        raise UnsupportedOperatorError(f"{node}: the Cortex-M SVDF is int8")
+    return layer
+
+
+def _svdf_matches(node: Node, graph: Graph) -> bool:
+    if graph.tensor(node.inputs[0]).dtype is not DType.INT8:
+        return False
+    try:
+        _svdf_layer(node, graph)
+    except EdgennError:
+        return False
+    return True
+
+
+def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = _svdf_layer(node, graph)
+    p = layer.params
+    state_t = graph.tensor(node.inputs[4])
+    is16 = state_t.dtype is DType.INT16
+    ctype = "int16_t" if is16 else "int8_t"
+    batch, n_input = graph.tensor(node.inputs[0]).shape
+    arrays = [CArray("wf", "int8_t", p.weights_feature), CArray("wt", ctype, p.weights_time),
+              CArray("bias", "int32_t", i32(p.bias))]
+    state0 = const_operand(node, graph, 4, arrays)
+    scalars = args(batch, n_input, layer.filters, layer.memory, layer.rank, p.input_zp,
+                   p.state_zp, p.output_zp, *p.scale_1, *p.scale_2, int(is16))
+    code = ("static const edgenn_svdf_params @P@_params = {@P@_wf, @P@_wt, @P@_bias, "
+            + scalars + "};")
+    state_bytes = batch * layer.filters * layer.memory * state_t.dtype.itemsize
+    scratch = _aligned16((state_bytes + 3) // 4 * 4 + 4 * layer.filters)
+    return KernelCall(
+        call=f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, {{scratch}});",
+        sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        kernel_name="edgenn_svdf_s8",
+        comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
+
+
+register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _svdf_matches, _svdf_prepare))
+
+
+# -- float32 SVDF --------------------------------------------------------------------------------
+def _c_float_bound(v: float) -> str:
+    """A float32 literal, infinities as the constant expressions C accepts."""
+    if np.isinf(v):
+        return "(1.0f/0.0f)" if v > 0 else "(-1.0f/0.0f)"
+    return c_float(v)
+
+
+def _svdf_f32_matches(node: Node, graph: Graph) -> bool:
+    if graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
+        return False
+    try:
+        _ref_layer(node, graph)
+    except EdgennError:
+        return False
+    return True
+
+
+def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Svdf) and not layer.integer
+    batch, n_input = graph.tensor(node.inputs[0]).shape
+    arrays = [CArray("wf", "float", layer.wf_t.T), CArray("wt", "float", layer.wt),
+              CArray("bias", "float", layer.bias_f)]
+    state0 = const_operand(node, graph, 4, arrays)
+    code = ("static const edgenn_svdf_f32_params @P@_params = {@P@_wf, @P@_wt, @P@_bias, "
+            + args(batch, n_input, layer.filters, layer.memory, layer.rank)
+            + f", {_c_float_bound(layer.lo)}, {_c_float_bound(layer.hi)}}};")
+    scratch = _aligned16(4 * (batch * layer.filters * layer.memory + layer.filters))
+    return KernelCall(
+        call=f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, {{scratch}});",
+        sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        kernel_name="edgenn_svdf_f32",
+        comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
+
+
+register_kernel(PortableKernel("SVDF", "edgenn_svdf_f32", _svdf_f32_matches, _svdf_f32_prepare,
+                               (DType.FLOAT32,)))

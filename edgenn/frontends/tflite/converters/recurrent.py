@@ -1,0 +1,63 @@
+"""Converters of TFLite's recurrent operators: UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF.
+
+Their state operands are TFLite variable tensors; the builder turns each into a constant
+holding the state an inference starts from (see ``Builder._make_tensor``).
+"""
+
+from __future__ import annotations
+
+from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.reader import RawOperator
+from edgenn.frontends.tflite.registry import (
+    converter,
+    need_options,
+    optional_input_name,
+    output_name,
+)
+from edgenn.ir import DType, Node
+from edgenn.ir.opdefs.recurrent import LSTM_INDEX, LSTM_OPERANDS
+
+_TANH = 4  # tflite.ActivationFunctionType.TANH
+# Files written before layer normalization existed have 20 LSTM operands.
+_LSTM_OPERAND_COUNTS = (20, len(LSTM_OPERANDS))
+
+
+@converter("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def unidirectional_sequence_lstm(b: Builder, op: RawOperator) -> None:
+    need_options(b, op, "time_major", "cell_clip", "proj_clip", "activation")
+    if len(op.inputs) not in _LSTM_OPERAND_COUNTS:
+        raise b.fail(op, f"UNIDIRECTIONAL_SEQUENCE_LSTM takes 24 operands, got {len(op.inputs)}")
+    if int(op.options["activation"]) != _TANH:
+        raise b.unsupported(op, "UNIDIRECTIONAL_SEQUENCE_LSTM supports only the TANH cell "
+                                f"activation, got code {int(op.options['activation'])}")
+    if bool(op.options.get("diagonal_recurrent_tensors", False)):
+        raise b.unsupported(op, "UNIDIRECTIONAL_SEQUENCE_LSTM with diagonal recurrent "
+                                "weights is unsupported")
+    cell_clip, proj_clip = float(op.options["cell_clip"]), float(op.options["proj_clip"])
+    if not cell_clip >= 0.0 or not proj_clip >= 0.0:  # also rejects NaN
+        raise b.fail(op, f"cell_clip {cell_clip} and proj_clip {proj_clip} must be >= 0")
+    x = b.input(op, 0)
+    for slot in (LSTM_INDEX["output_state"], LSTM_INDEX["cell_state"]):
+        b.input(op, slot)  # required: one clear error when the file omits a state
+    weights = b.input(op, LSTM_INDEX["input_to_forget_weights"])
+    if x.dtype is DType.FLOAT32 and weights.dtype is not DType.FLOAT32:
+        raise b.unsupported(op, "hybrid UNIDIRECTIONAL_SEQUENCE_LSTM (float input, "
+                                f"{weights.dtype.value} weights) is unsupported")
+    inputs = [x.name] + [optional_input_name(b, op, slot) if slot < len(op.inputs) else ""
+                         for slot in range(1, len(LSTM_OPERANDS))]
+    b.emit(Node(b.op_name(op), "LSTM", tuple(inputs), (output_name(b, op),),
+                {"time_major": bool(op.options["time_major"]), "activation": "tanh",
+                 "cell_clip": cell_clip, "proj_clip": proj_clip}))
+
+
+@converter("SVDF")
+def svdf(b: Builder, op: RawOperator) -> None:
+    need_options(b, op, "rank")
+    rank = int(op.options["rank"])
+    if rank < 1:
+        raise b.fail(op, f"SVDF rank is {rank}")
+    x = b.input(op, 0)
+    operands = (x.name, b.input(op, 1).name, b.input(op, 2).name, optional_input_name(b, op, 3),
+                b.input(op, 4).name)
+    b.emit(Node(b.op_name(op), "SVDF", operands, (output_name(b, op),),
+                {"rank": rank, "activation": b.activation(op)}))
