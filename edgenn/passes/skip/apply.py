@@ -100,7 +100,7 @@ def skip_node(graph: Graph, block: Block, name: str | None = None) -> Node:
         return Node(name, op, ins, outs, dict(attrs))
     if out.dtype is DType.FLOAT32 or x.quant == out.quant:
         return Node(name, "Reshape", ins, outs, {"shape": out.shape})
-    return Node(name, "Quantize", ins, outs)
+    return Node(name, "Quantize", ins, outs, {"dtype": out.dtype.value})
 
 
 def is_alias(node: Node) -> bool:

@@ -27,7 +27,8 @@ from edgenn.utils import atomic_write_bytes
 C_DIR = Path(__file__).resolve().parent.parent / "c"
 DEFAULT_STACK_BYTES = 2048  # measured high-water marks are ~0.5 KiB (stack painting)
 ARENA_SYMBOL = "edgenn_arena"
-_PTR_TYPE = {DType.INT8: "int8_t", DType.FLOAT32: "float"}
+_PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
+             DType.FLOAT32: "float"}
 
 
 @dataclass
@@ -59,7 +60,7 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> list[dict[str
         t = graph.tensor(name)
         if t.dtype not in _PTR_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
-                                           "Cortex-M firmware takes int8 or float32")
+                                           "Cortex-M firmware takes int8, int16, int32 or float32")
         out.append({"name": name, "offset": plan.offsets[name], "bytes": t.nbytes,
                     "shape": list(t.shape), "dtype": t.dtype.value})
     return out

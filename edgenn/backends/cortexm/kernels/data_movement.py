@@ -1,8 +1,9 @@
-"""Portable Reshape, Transpose, Pad and Concat (int8 or float32; up to 6-D).
+"""Portable Reshape, Transpose, Pad and Concat (int8, int16, int32 or float32; up to 6-D).
 
-int8 outputs quantized differently from the input are requantized in place afterwards,
-as TFLite Micro runs such a node (the op, then an int8 -> int8 QUANTIZE). A Reshape whose
-output the memory planner aliased to its input costs nothing.
+Transpose and Concat are strided copies (``movement.py``). int8 outputs quantized
+differently from the input are requantized in place afterwards, as TFLite Micro runs such a
+node (the op, then an int8 -> int8 QUANTIZE). A Reshape whose output the memory planner
+aliased to its input costs nothing.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ from edgenn.backends.cortexm.kernels.common import (
     padded,
     ref_layer,
 )
+from edgenn.backends.cortexm.kernels.movement import (
+    SOURCES,
+    TYPES,
+    StridedCopy,
+    copy_statement,
+    same_types,
+)
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 
 RANK = 6
 MOVE = ("edgenn_move.c", "edgenn_unary_s8.c")
-
-
-def _movable(node: Node, graph: Graph) -> bool:
-    dts = {graph.tensor(n).dtype for n in (*node.inputs, *node.outputs) if n}
-    return dts in ({DType.INT8}, {DType.FLOAT32})
+_movable = same_types
 
 
 def _rank_ok(node: Node, shape: tuple[int, ...]) -> None:
@@ -55,14 +59,12 @@ def _transpose(node: Node, graph: Graph) -> KernelCall:
     _rank_ok(node, x.shape)
     out = graph.tensor(node.outputs[0]).shape
     strides = dense_strides(x.shape)
-    in_strides = [strides[p] for p in layer.perm]
+    copy = StridedCopy.gathering(out, [strides[p] for p in layer.perm])
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
-    arrays += [CArray("dims", "int32_t", padded(out, RANK)),
-               CArray("in_strides", "int32_t", padded(in_strides, RANK, 0))]
-    call = (f"edgenn_transpose({src}, {{out0}}, {{dims}}, {{in_strides}}, "
-            f"{x.dtype.itemsize});" + requant_tail(layer, "{out0}", x.size))
-    return KernelCall(call, MOVE, tuple(arrays), kernel_name="edgenn_transpose")
+    call = (copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays)
+            + requant_tail(layer, "{out0}", x.size))
+    return KernelCall(call, MOVE + SOURCES, tuple(arrays), kernel_name="edgenn_transpose")
 
 
 def _pad(node: Node, graph: Graph) -> KernelCall:
@@ -70,8 +72,8 @@ def _pad(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     _rank_ok(node, x.shape)
     y = graph.tensor(node.outputs[0])
-    if x.dtype is DType.INT8:
-        value = int(layer.value) & 0xFF
+    if x.dtype is not DType.FLOAT32:  # the value's low bytes, little-endian
+        value = int(layer.value) & ((1 << (8 * x.dtype.itemsize)) - 1)
     else:
         value = struct.unpack("<I", struct.pack("<f", float(layer.value)))[0]
     before = [b for b, _ in layer.pads]
@@ -91,6 +93,7 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
     axis = layer.axis
     outer = int(np.prod(y.shape[:axis], dtype=np.int64))
     es = y.dtype.itemsize
+    out_strides = dense_strides(y.shape)
     out_inner = int(np.prod(y.shape[axis:], dtype=np.int64))
     arrays: list[CArray] = []
     calls = []
@@ -100,19 +103,20 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
         inner = int(np.prod(t.shape[axis:], dtype=np.int64))
         src = const_operand(node, graph, i, arrays)
         r = layer.rescale[i] if layer.rescale else None
-        dst = f"((uint8_t *){{out0}} + {offset * es})"
         if r is None:
-            calls.append(f"edgenn_copy_blocks({src}, {dst}, {outer}, {inner * es}, "
-                         f"{out_inner * es});")
+            copy = StridedCopy.scattering(t.shape, out_strides, offset)
+            calls.append(copy_statement(node, src, "{out0}", copy, es, arrays, str(i)))
         else:
-            calls.append(f"edgenn_copy_blocks_requant_s8({src}, (int8_t *){dst}, "
+            dst = f"((int8_t *){{out0}} + {offset})"
+            calls.append(f"edgenn_copy_blocks_requant_s8({src}, {dst}, "
                          + args(outer, inner, out_inner, r.zp_in, r.multiplier, r.shift,
                                 r.zp_out) + ");")
-        offset += inner
-    return KernelCall("\n    ".join(calls), MOVE, tuple(arrays), kernel_name="edgenn_concat")
+        offset += inner  # elements: the input's slab starts there in every outer row
+    return KernelCall("\n    ".join(calls), MOVE + SOURCES, tuple(arrays),
+                      kernel_name="edgenn_concat")
 
 
-register_kernel(PortableKernel("Reshape", "reshape", _movable, _reshape))
-register_kernel(PortableKernel("Transpose", "edgenn_transpose", _movable, _transpose))
-register_kernel(PortableKernel("Pad", "edgenn_pad", _movable, _pad))
-register_kernel(PortableKernel("Concat", "edgenn_concat", _movable, _concat))
+register_kernel(PortableKernel("Reshape", "reshape", _movable, _reshape, TYPES))
+register_kernel(PortableKernel("Transpose", "edgenn_transpose", _movable, _transpose, TYPES))
+register_kernel(PortableKernel("Pad", "edgenn_pad", _movable, _pad, TYPES))
+register_kernel(PortableKernel("Concat", "edgenn_concat", _movable, _concat, TYPES))

@@ -2,7 +2,7 @@
 
 Tensor shapes in the IR carry batch 1; these kernels treat axis 0 as the batch, so Reshape
 keeps the batch of its input and only the trailing dimensions come from the ``shape``
-attribute. int8 Pad fills with the quantized pad value (the zero point for 0.0).
+attribute. int8 and int16 Pad fill with the quantized pad value (the zero point for 0.0).
 
 int8 Reshape, Transpose and Pad move values in the input's quantization; an output declared
 with other parameters is then requantized as TFLM's int8 -> int8 QUANTIZE (the exporter
@@ -63,13 +63,15 @@ class Transpose(Layer):
 
 @register("Concat", *_ALL)
 class Concat(Layer):
-    """Concatenation; int8 inputs whose quantization differs from the output's are requantized."""
+    """Concatenation; int8 inputs whose quantization differs from the output's are requantized
+    unless the node says ``requantize=False`` (then, as int16 always, the values are copied)."""
 
     def build(self) -> None:
         self.operands = Operands(self.inputs)
         self.axis = int(self.node.attr("axis")) % len(self.outputs[0].shape)
         self.rescale: list[Int8Requant | None] = []
-        if self.outputs[0].dtype is DType.INT8:
+        # why the attribute: TFLite's PACK copies int8 bytes whatever the quantization
+        if self.outputs[0].dtype is DType.INT8 and self.node.attr("requantize", True):
             qo = per_tensor(self, self.outputs[0], "output")
             for t in self.inputs:
                 self.rescale.append(Int8Requant.between(per_tensor(self, t, "input"), qo))
@@ -93,9 +95,11 @@ class Pad(Layer):
         if self.pads and self.pads[0] != (0, 0):
             raise UnsupportedOperatorError(f"{self.node}: padding the batch axis")
         value = float(self.node.attr("value", 0.0) or 0.0)
-        if x.dtype is DType.INT8:
+        if x.dtype in (DType.INT8, DType.INT16) and x.quant is not None:
             q = per_tensor(self, x, "input")
-            self.value: float | int = min(127, max(-128, quantize_scalar(value, q.s, q.zp)))
+            info = np.iinfo(x.dtype.numpy)
+            self.value: float | int = min(info.max, max(info.min,
+                                                        quantize_scalar(value, q.s, q.zp)))
         else:
             self.value = value
         self.requant = output_requant(self)
