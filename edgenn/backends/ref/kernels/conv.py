@@ -63,16 +63,9 @@ class Conv2D(Layer):
         weights = self.const(1)
         assert weights is not None
         bias = self.const(2)
-        self.co, self.kh, self.kw, self.cig = w.shape
-        self.groups = int(node.attr("groups", 1))
-        self.strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-        self.dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
-        self.pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
-        _, self.oh, self.ow, _ = self.outputs[0].shape
-        self.ci = x.shape[3]
+        self._geometry()
         self.int8 = x.dtype is DType.INT8
         act = activation_of(self)
-        self.depthwise = self.groups > 1 and self.cig == 1
         if self.int8:
             if weights.dtype != np.int8:
                 raise UnsupportedOperatorError(f"{node}: int8 convolution needs int8 weights")
@@ -92,6 +85,23 @@ class Conv2D(Layer):
             self.dtype = np.float32
             w_mat = weights.astype(np.float32)
             self.bias_f = None if bias is None else bias.astype(np.float32)
+        self._layout(w_mat)
+
+    def _geometry(self) -> None:
+        """Shapes and attributes (shared with the 16x8 layer in ``conv_s16.py``)."""
+        x, w, node = self.inputs[0], self.inputs[1], self.node
+        assert x is not None and w is not None
+        self.co, self.kh, self.kw, self.cig = w.shape
+        self.groups = int(node.attr("groups", 1))
+        self.strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
+        self.dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
+        self.pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
+        _, self.oh, self.ow, _ = self.outputs[0].shape
+        self.ci = x.shape[3]
+        self.depthwise = self.groups > 1 and self.cig == 1
+
+    def _layout(self, w_mat: np.ndarray) -> None:
+        """The weights as ``_accumulate`` reads them (``w_mat`` already in ``self.dtype``)."""
         if self.depthwise:
             # [KH, KW, Cout] taps and, per output channel, its input channel (depth multiplier).
             self.taps = np.ascontiguousarray(w_mat[..., 0].transpose(1, 2, 0))

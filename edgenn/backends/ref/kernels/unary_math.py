@@ -127,9 +127,12 @@ class LeakyRelu(UnaryLayer):
         qi, qo = self.quant_pair()
         s_in, s_out, alpha = np.float32(qi.s), np.float32(qo.s), np.float32(self.alpha)
         self.zp_in, self.zp_out = qi.zp, qo.zp
-        # why float32: the prepare multiplies and divides the float scales before widening
-        self.m_identity, self.sh_identity = quantize_multiplier(float(s_in / s_out))
-        m_alpha, self.sh_alpha = quantize_multiplier(float(s_in * alpha / s_out))
+        # why double: TFLite Micro's prepare writes the products on float scales, but the
+        # installed build evaluates them in double precision (a converter-made int16 model
+        # differs by one step on ties with float32 arithmetic; the double form matches it)
+        d_in, d_out, d_alpha = float(s_in), float(s_out), float(alpha)
+        self.m_identity, self.sh_identity = quantize_multiplier(d_in / d_out)
+        m_alpha, self.sh_alpha = quantize_multiplier(d_in * d_alpha / d_out)
         self.alpha_negative = m_alpha < 0
         self.m_alpha = int(wrap_int32(-m_alpha)) if self.alpha_negative else m_alpha
 

@@ -1,0 +1,64 @@
+"""TFLite converter of TRANSPOSE_CONV to the IR's TransposeConv2D.
+
+TRANSPOSE_CONV's operands are (output_shape, weights [Co,KH,KW,Ci], x, bias?). TFLite
+Micro derives the padding from the *output* size, as a convolution from the output back to
+the input would pad it (``ComputePaddingHeightWidth`` with the output as input), and uses
+only its leading part: output pixel ``iy * stride + ky - pad``. The IR's ``pads`` /
+``output_padding`` express the same crop of the full scatter.
+"""
+
+from __future__ import annotations
+
+from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.padding import pad_1d
+from edgenn.frontends.tflite.reader import RawOperator
+from edgenn.frontends.tflite.registry import (
+    converter,
+    need_options,
+    optional_input_name,
+    output_name,
+)
+from edgenn.ir import DType, Node
+
+
+def _crop(full: int, before: int, out: int) -> tuple[int, int]:
+    """(pad after, output padding) so that the crop of ``full`` from ``before`` is ``out``."""
+    after = full - before - out
+    return (after, 0) if after >= 0 else (0, -after)
+
+
+@converter("TRANSPOSE_CONV")
+def transpose_conv(b: Builder, op: RawOperator) -> None:
+    need_options(b, op, "padding", "stride_h", "stride_w")
+    shape = b.const_array(op, 0, "TRANSPOSE_CONV output shape").reshape(-1)
+    w, x = b.input(op, 1), b.input(op, 2)
+    out = output_name(b, op)
+    declared = b.tensors[out]
+    if not w.is_const or len(w.shape) != 4 or len(x.shape) != 4:
+        raise b.unsupported(op, "TRANSPOSE_CONV needs constant [Co,KH,KW,Ci] weights and "
+                                "an NHWC input")
+    if tuple(int(d) for d in shape) != declared.shape:
+        raise b.fail(op, f"output shape operand {shape.tolist()} differs from the output "
+                         f"tensor's {list(declared.shape)}")
+    padding = int(op.options["padding"])
+    if padding not in (0, 1):
+        raise b.fail(op, f"unknown padding type {padding}")
+    strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
+    if min(strides) < 1:
+        raise b.fail(op, f"stride is {min(strides)}")
+    bias = optional_input_name(b, op, 3)
+    if x.dtype is DType.INT16 and bias and b.tensors[bias].dtype is DType.INT32:
+        # why: TFLite Micro reads a 16x8 TRANSPOSE_CONV's bias as int64 (or int16)
+        raise b.unsupported(op, "16x8 TRANSPOSE_CONV with an int32 bias is unsupported "
+                                "(TFLite Micro takes int64 or int16)")
+    _, kh, kw, _ = w.shape
+    _, oh, ow, _ = declared.shape
+    top = pad_1d(padding, oh, kh, strides[0], 1)[0]
+    left = pad_1d(padding, ow, kw, strides[1], 1)[0]
+    bottom, extra_h = _crop((x.shape[1] - 1) * strides[0] + kh, top, oh)
+    right, extra_w = _crop((x.shape[2] - 1) * strides[1] + kw, left, ow)
+    attrs = {"strides": strides, "dilations": (1, 1), "pads": (top, left, bottom, right),
+             "output_padding": (extra_h, extra_w), "groups": 1,
+             "activation": b.activation(op)}
+    b.emit(Node(b.op_name(op), "TransposeConv2D", (x.name, w.name, bias), (out,), attrs))
+
