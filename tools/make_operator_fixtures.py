@@ -62,8 +62,9 @@ def seanet(keras):  # type: ignore[no-untyped-def]
 
 
 def mbv3(keras, tf, int16: bool = False):  # type: ignore[no-untyped-def]
-    """``int16``: without hard-swish and the space/depth shuffles, which TensorFlow's 16x8
-    quantizer does not support."""
+    """``int16``: without hard-swish and the space/depth shuffles (TensorFlow's 16x8 quantizer
+    has none) and with nearest up-sampling and a mean instead of bilinear up-sampling and a
+    max (TFLite Micro has no int16 RESIZE_BILINEAR or REDUCE_MAX)."""
     L = keras.layers
     x = inp = L.Input((16, 16, 3), batch_size=1)
     x = L.Conv2D(16, 3, strides=2, padding="same")(x)
@@ -84,10 +85,11 @@ def mbv3(keras, tf, int16: bool = False):  # type: ignore[no-untyped-def]
         z = L.Conv2D(16, 1)(z)
         z = L.Lambda(lambda t: tf.nn.depth_to_space(t, 2))(z)
     u = L.Conv2D(8, 1)(L.MaxPooling2D(2)(y))
-    u1 = L.UpSampling2D(2, interpolation="bilinear")(u)
+    u1 = L.UpSampling2D(2, interpolation="nearest" if int16 else "bilinear")(u)
     u2 = L.UpSampling2D(2, interpolation="nearest")(u)
     x = L.Concatenate()([z, u1, u2])
-    x = L.Lambda(lambda t: tf.reduce_max(t, axis=[1, 2]))(x)
+    reduce = tf.reduce_mean if int16 else tf.reduce_max
+    x = L.Lambda(lambda t: reduce(t, axis=[1, 2]))(x)
     return keras.Model(inp, L.Dense(5)(x))
 
 
@@ -149,6 +151,8 @@ def tflm_lstm_accuracy(data: bytes, x: np.ndarray, y: np.ndarray) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "tests" / "fixtures" / "operators"))
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="rewrite only these fixtures (names without .tflite)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -162,25 +166,32 @@ def main() -> None:
     xtr, ytr = mnist_split("train")
     xte, yte = mnist_split("test")
     xtr_f, xte_f = xtr.astype(np.float32) / 255.0, xte.astype(np.float32) / 255.0
-    files: dict[str, bytes] = {}
-    model = lstm_mnist(keras)
-    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
-    # why a batch-1 model trains at batch 1: its input layer fixes the batch (TFLM's example)
-    model.fit(xtr_f.reshape(-1, 28, 28), ytr, epochs=1, batch_size=1, verbose=2)
-    files["lstm_mnist_float"] = convert(tf, model, (1, 28, 28), "float")
-    files["lstm_mnist_int8"] = convert(tf, model, (1, 28, 28), "int8", xtr_f)
+    def wanted(name: str) -> bool:
+        return args.only is None or name in args.only
+
+    if wanted("lstm_mnist_float") or wanted("lstm_mnist_int8"):
+        model = lstm_mnist(keras)
+        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+        # why batch 1: the model's input layer fixes the batch (as TFLM's example does)
+        model.fit(xtr_f.reshape(-1, 28, 28), ytr, epochs=1, batch_size=1, verbose=2)
+        (out / "lstm_mnist_float.tflite").write_bytes(convert(tf, model, (1, 28, 28), "float"))
+        (out / "lstm_mnist_int8.tflite").write_bytes(
+            convert(tf, model, (1, 28, 28), "int8", xtr_f))
     sea = seanet(keras)
     for mode in ("int8", "int16"):
-        files[f"seanet_{mode}"] = convert(tf, sea, (1, 64, 4), mode)
-        mb = mbv3(keras, tf, int16=mode == "int16")
-        files[f"mbv3_{mode}"] = convert(tf, mb, (1, 16, 16, 3), mode)
+        if wanted(f"seanet_{mode}"):
+            (out / f"seanet_{mode}.tflite").write_bytes(convert(tf, sea, (1, 64, 4), mode))
+        if wanted(f"mbv3_{mode}"):
+            mb = mbv3(keras, tf, int16=mode == "int16")
+            (out / f"mbv3_{mode}.tflite").write_bytes(convert(tf, mb, (1, 16, 16, 3), mode))
     lines = ["# Operator fixtures", "",
              "Written by `tools/make_operator_fixtures.py` (TensorFlow's converter; see its "
              "docstring).", "", "| file | bytes | operators |", "|---|---:|---|"]
-    for name, data in files.items():
-        (out / f"{name}.tflite").write_bytes(data)
-        lines.append(f"| {name}.tflite | {len(data)} | {', '.join(operators(data))} |")
-    acc = tflm_lstm_accuracy(files["lstm_mnist_int8"], xte_f[:500], yte[:500])
+    for path in sorted(out.glob("*.tflite")):
+        data = path.read_bytes()
+        lines.append(f"| {path.name} | {len(data)} | {', '.join(operators(data))} |")
+    lstm = (out / "lstm_mnist_int8.tflite").read_bytes()
+    acc = tflm_lstm_accuracy(lstm, xte_f[:500], yte[:500])
     lines += ["", f"lstm_mnist_int8.tflite: {acc:.1%} top-1 in TFLite Micro on the first 500 "
               "images of the house MNIST test split.", ""]
     (out / "README.md").write_text("\n".join(lines))
