@@ -106,7 +106,10 @@ class Case:
 
     @property
     def dtypes(self) -> str:
-        first = next((s for s in self.inputs if not s.omitted), self.outputs[0])
+        """The element type the case is filed under: its first variable input's (a constant
+        operand such as SPLIT's axis or TRANSPOSE_CONV's output shape does not count)."""
+        first = next((s for s in self.inputs if s.is_input), None)
+        first = first or next((s for s in self.inputs if not s.omitted), self.outputs[0])
         return first.dtype.value
 
     def sample(self, n: int) -> list[np.ndarray]:

@@ -23,7 +23,8 @@ define_op("Mul", "element-wise product with broadcasting and a fused activation"
           optional=ANY, tflite=("MUL",), onnx=("Mul",))
 define_op("Relu", "max(x, 0)", (F32, I8, I16), optional=ANY, tflite=("RELU",), onnx=("Relu",))
 define_op("Relu6", "min(max(x, 0), 6)", (F32, I8, I16), optional=ANY, tflite=("RELU6",))
-define_op("Clip", "clamp to [min, max]", (F32, I8, I16), optional=ANY, onnx=("Clip",))
+define_op("Clip", "clamp to [min, max]", (F32, I8, I16), optional=ANY,
+          tflite=("RELU_N1_TO_1",), onnx=("Clip",))
 define_op("MaxPool2D", "2-D max pooling (NHWC)", (F32, I8, I16), required=("kernel",),
           optional=ANY, tflite=("MAX_POOL_2D",), onnx=("MaxPool", "GlobalMaxPool"))
 define_op("AvgPool2D", "2-D average pooling (NHWC)", (F32, I8, I16), required=("kernel",),
@@ -32,12 +33,12 @@ define_op("AvgPool2D", "2-D average pooling (NHWC)", (F32, I8, I16), required=("
 define_op("Mean", "mean over axes", (F32, I8, I16), required=("axes",), optional=ANY,
           tflite=("MEAN",), onnx=("ReduceMean",))
 define_op("Reshape", "same data, another static shape", MOVED, required=("shape",),
-          optional=ANY, tflite=("RESHAPE", "SQUEEZE"),
+          optional=ANY, tflite=("RESHAPE", "SQUEEZE", "EXPAND_DIMS"),
           onnx=("Reshape", "Flatten", "Squeeze", "Unsqueeze"))
 define_op("Transpose", "permute dimensions", MOVED, required=("perm",), optional=ANY,
           tflite=("TRANSPOSE",), onnx=("Transpose",))
 define_op("Concat", "concatenate along an axis", MOVED, required=("axis",), optional=ANY,
-          tflite=("CONCATENATION",), onnx=("Concat",))
+          tflite=("CONCATENATION", "PACK"), onnx=("Concat",))
 define_op("Pad", "constant padding", MOVED, required=("pads",), optional=ANY,
           tflite=("PAD", "PADV2"), onnx=("Pad",))
 define_op("Softmax", "softmax over the last axis", (F32, I8, I16), optional=ANY,
