@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgenn.ir import Graph, Node
+from edgenn.ir.opdefs.recurrent import LSTM_OPERANDS
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,19 @@ def node_macs(graph: Graph, node: Node) -> int:
     if node.op == "TransposeConv2D":  # every input pixel scatters KH x KW x Co/g products
         x, w = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
         return x.size * w.shape[0] * w.shape[1] * w.shape[2] // int(node.attr("groups", 1))
+    if node.op in ("LSTM", "GRU", "SVDF"):
+        # why: every weight matrix (gates, recurrence, projection, SVDF feature and time
+        # filters) is applied once per input row (time step x batch)
+        x = graph.tensor(node.inputs[0])
+        rows = x.size // max(1, x.shape[-1])
+        if node.op == "LSTM":  # the gate, recurrent and projection matrices (not the state)
+            picks = [i for i, name in enumerate(LSTM_OPERANDS) if name.endswith("_weights")
+                     and not name.startswith("cell_to")]
+        else:  # GRU's W and R, SVDF's feature and time filters
+            picks = [1, 2]
+        weights = [graph.tensor(node.inputs[i]) for i in picks
+                   if i < len(node.inputs) and node.inputs[i]]
+        return rows * sum(w.size for w in weights if len(w.shape) >= 2)
     if node.op in ("AvgPool2D", "MaxPool2D"):
         kh, kw = node.attr("kernel")
         return out.size * kh * kw

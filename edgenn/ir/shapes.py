@@ -169,11 +169,27 @@ def _fully_connected(node: Node, inputs: list[Tensor | None]) -> Inferred:
 @register_shape("MatMul")
 def _matmul(node: Node, inputs: list[Tensor | None]) -> Inferred:
     a, b = _need(node, inputs, 0), _need(node, inputs, 1)
+    return [(matmul_shape(node, a.shape, b.shape), a.dtype)]
+
+
+def matmul_shape(node: Node, a: tuple[int, ...], b: tuple[int, ...]) -> Shape:
+    """numpy's matmul result shape (1-D operands promoted and dropped), without allocating."""
+    if not a or not b:
+        raise _fail(node, f"cannot multiply {list(a)} by {list(b)}")
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
     try:
-        shape = np.matmul(np.empty(a.shape, np.float32), np.empty(b.shape, np.float32)).shape
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
     except ValueError:
-        raise _fail(node, f"cannot multiply {list(a.shape)} by {list(b.shape)}") from None
-    return [(tuple(shape), a.dtype)]
+        raise _fail(node, f"cannot multiply {list(a)} by {list(b)}") from None
+    if a2[-1] != b2[-2]:
+        raise _fail(node, f"cannot multiply {list(a)} by {list(b)}")
+    out = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return tuple(int(d) for d in out)
 
 
 def _broadcast(node: Node, inputs: list[Tensor | None]) -> Inferred:
