@@ -19,7 +19,8 @@ from edgenn.cli.compile_cmd import (
 )
 from edgenn.cli.console import console, table
 from edgenn.errors import EdgennError
-from edgenn.ir import DType, Graph
+from edgenn.ir import Graph
+from edgenn.ir.sample import random_inputs
 from edgenn.utils import atomic_write_bytes
 
 CYCLE_MODEL_NOTE = (
@@ -48,28 +49,31 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def bench_input(graph: Graph) -> np.ndarray:
-    """A real MNIST test digit where the input holds one, else seeded random data."""
+def bench_inputs(graph: Graph) -> list[np.ndarray]:
+    """A real MNIST test digit where the model's one input holds one, else seeded random
+    data for every input (``edgenn.ir.sample.random_inputs``)."""
     from edgenn.evaluate import images_to_input
 
-    try:
-        from edgenn.datasets import dataset_split
+    if len(graph.inputs) == 1:
+        try:
+            from edgenn.datasets import dataset_split
 
-        images, _ = dataset_split("mnist", "test")
-        return images_to_input(graph, images[:1])
-    except EdgennError:
-        tensor = graph.tensor(graph.inputs[0])
-        shape = (1, *graph.external_shape(tensor.name)[1:])
-        rng = np.random.default_rng(0)
-        if tensor.dtype == DType.INT8:
-            return rng.integers(-128, 128, size=shape, dtype=np.int8)
-        return rng.random(shape, dtype=np.float32)
+            images, _ = dataset_split("mnist", "test")
+            return [images_to_input(graph, images[:1])]
+        except EdgennError:
+            pass
+    return random_inputs(graph)
+
+
+def bench_input(graph: Graph) -> np.ndarray:
+    """The first of ``bench_inputs`` (single-input callers)."""
+    return bench_inputs(graph)[0]
 
 
 def bench_report(graph: Graph, target: str, clock_mhz: float, **options: Any) -> dict[str, Any]:
     """Build, run one inference in the emulator, and collect the figures the JSON promises."""
     exe = compile_model(graph, target=target, **options)
-    result = exe.bench(bench_input(graph))
+    result = exe.bench(*bench_inputs(graph))
     clock_hz = clock_mhz * 1e6
     built = exe.graph  # after fusion, when asked for: its nodes are the layers that ran
     shapes = {n.name: list(built.tensor(n.outputs[0]).shape) for n in built.nodes}

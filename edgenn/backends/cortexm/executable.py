@@ -22,6 +22,7 @@ from edgenn.backends.cortexm.flash_policy import (
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, PlanError, ShapeError
 from edgenn.ir import Graph
+from edgenn.ir.sample import random_inputs
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
 
@@ -289,13 +290,4 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
 def _bench_inputs(graph: Graph) -> list[np.ndarray]:
     """Seeded random inputs (one item each) for the flash policy's measuring runs."""
-    rng = np.random.default_rng(0)
-    out = []
-    for name in graph.inputs:
-        t = graph.tensor(name)
-        shape = (1, *graph.external_shape(name)[1:])
-        if t.dtype.numpy == np.int8:
-            out.append(rng.integers(-128, 128, size=shape, dtype=np.int8))
-        else:
-            out.append(rng.standard_normal(shape).astype(t.dtype.numpy))
-    return out
+    return random_inputs(graph)
