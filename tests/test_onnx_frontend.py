@@ -276,7 +276,7 @@ def test_unsupported_operator_is_one_line(tmp_path: Path) -> None:
     path.write_bytes(zoo.single_op("Erf", X4).SerializeToString())
     with pytest.raises(UnsupportedOperatorError) as info:
         load(path)
-    assert str(info.value) == f"{path}: node 'erf': unsupported operator 'Erf'"
+    assert str(info.value) == f"{path}: node 'erf': unsupported operator 'Erf' on float32"
 
 
 def test_not_onnx_names_the_file() -> None:

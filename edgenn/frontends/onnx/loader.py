@@ -153,7 +153,7 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
             return
         fn = CONVERTERS.get(node.op_type)
         if fn is None:
-            raise ctx.fail(f"unsupported operator '{node.op_type}'")
+            raise ctx.fail(f"unsupported operator '{node.op_type}'{_type_note(ctx, node)}")
         ctx.begin(node, quantized=plan_node(ctx, node))
         fn(ctx, node)
     except EdgennError as err:
@@ -163,6 +163,19 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
     except (KeyError, IndexError, ValueError, TypeError) as err:
         # a well-formed model never gets here: attributes or constants of the wrong kind
         raise ctx.malformed(f"malformed {node.op_type} ({_one_line(err)})") from None
+
+
+def _type_note(ctx: Context, node: NodeProto) -> str:
+    """`` on float32`` (the first input's element type, when known), for error messages."""
+    name = next((n for n in node.input if n), None)
+    if name is None:
+        return ""
+    if ctx.is_const(name):
+        return f" on {ctx.const_array(name).dtype.name}"
+    try:
+        return f" on {ctx.tensors[ctx.act(name).ir].dtype.value}"
+    except (EdgennError, KeyError):
+        return ""
 
 
 def _check_shapes(ctx: Context, node: NodeProto, inferred: dict[str, list[int | None]]) -> None:
