@@ -39,6 +39,14 @@ def is_int8(node: Node, graph: Graph) -> bool:
     )
 
 
+def is_int16(node: Node, graph: Graph) -> bool:
+    """True when the node's first input and first output are int16."""
+    if not node.inputs or not node.inputs[0]:
+        return False
+    return (graph.tensor(node.inputs[0]).dtype is DType.INT16
+            and graph.tensor(node.outputs[0]).dtype is DType.INT16)
+
+
 def i32(values: Any) -> np.ndarray:
     """int64 values as int32 with C's wrap-around (bias sums folded at generation time)."""
     return np.asarray(wrap_int32(np.asarray(values, dtype=np.int64)), dtype=np.int32)

@@ -5,8 +5,7 @@ kernel's tabulated gemmlowp exps, scaled to 1/65536)."""
 from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
-from edgenn.backends.cortexm.kernels.pool_s16 import is_int16
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int16, ref_layer
 from edgenn.backends.ref.kernels.softmax import softmax_input_scaling
 from edgenn.ir import DType, Graph, Node
 

@@ -17,7 +17,13 @@ from collections.abc import Callable
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.common import (
+    PortableKernel,
+    args,
+    is_int8,
+    is_int16,
+    ref_layer,
+)
 from edgenn.backends.ref.kernels.activations import SIGMOID_TABLE_UINT16
 from edgenn.ir import DType, Graph, Node
 
@@ -29,14 +35,6 @@ LUT_OPS = ("LeakyRelu", "HardSwish", "Abs", "Rsqrt")
 
 def _n(node: Node, graph: Graph) -> int:
     return graph.tensor(node.inputs[0]).size
-
-
-def is_int16(node: Node, graph: Graph) -> bool:
-    """True when the node's first input and first output are int16."""
-    if not node.inputs or not node.inputs[0]:
-        return False
-    return (graph.tensor(node.inputs[0]).dtype is DType.INT16
-            and graph.tensor(node.outputs[0]).dtype is DType.INT16)
 
 
 def int8_table(node: Node, graph: Graph) -> np.ndarray:
