@@ -21,8 +21,10 @@ FUSED: dict[Activation, int] = {
     Activation.RELU_N1_TO_1: tflite.ActivationFunctionType.RELU_N1_TO_1,
 }
 
-# Operator versions as the TFLite converter assigns them for float32 / int8 kernels
-# (TFLM resolves kernels by builtin code and accepts these).
+# Operator versions as TFLite's op_version.cc assigns them for int8 / int16 kernels (float32
+# kernels are version 1); TFLM resolves kernels by builtin code and accepts these. Features
+# that raise a version further (a rank-5 broadcast, half-pixel centers, batch_dims, a fused
+# activation) are passed explicitly by the lowering.
 _INT8_VERSION: dict[int, int] = {
     OP.CONV_2D: 3,
     OP.DEPTHWISE_CONV_2D: 3,
@@ -42,6 +44,57 @@ _INT8_VERSION: dict[int, int] = {
     OP.RELU6: 2,
     OP.LOGISTIC: 2,
     OP.TANH: 2,
+    OP.SUB: 2,
+    OP.MAXIMUM: 2,
+    OP.MINIMUM: 2,
+    OP.SQUARED_DIFFERENCE: 2,
+    OP.ABS: 2,
+    OP.RSQRT: 2,
+    OP.STRIDED_SLICE: 2,
+    OP.SLICE: 2,
+    OP.SPLIT: 2,
+    OP.SPLIT_V: 2,
+    OP.GATHER: 2,
+    OP.SPACE_TO_DEPTH: 2,
+    OP.DEPTH_TO_SPACE: 2,
+    OP.REDUCE_MAX: 2,
+    OP.REDUCE_MIN: 2,
+    OP.SUM: 2,
+    OP.ARG_MAX: 2,
+    OP.ARG_MIN: 2,
+    OP.L2_NORMALIZATION: 2,
+    OP.RESIZE_BILINEAR: 2,
+    OP.RESIZE_NEAREST_NEIGHBOR: 2,
+    OP.BATCH_MATMUL: 2,
+    OP.TRANSPOSE_CONV: 2,
+}
+_INT16_VERSION: dict[int, int] = {
+    OP.ADD: 3,
+    OP.SUB: 5,
+    OP.MUL: 4,
+    OP.MAX_POOL_2D: 3,
+    OP.AVERAGE_POOL_2D: 3,
+    OP.TRANSPOSE: 5,
+    OP.CONCATENATION: 3,
+    OP.PAD: 3,
+    OP.PADV2: 3,
+    OP.SOFTMAX: 3,
+    OP.MEAN: 3,
+    OP.RELU: 3,
+    OP.RELU6: 3,
+    OP.LOGISTIC: 3,
+    OP.TANH: 3,
+    OP.DEQUANTIZE: 3,
+    OP.QUANTIZE: 2,
+    OP.ABS: 3,
+    OP.RSQRT: 3,
+    OP.LEAKY_RELU: 2,
+    OP.MAXIMUM: 4,
+    OP.MINIMUM: 4,
+    OP.SLICE: 4,
+    OP.SPLIT: 4,
+    OP.RESIZE_NEAREST_NEIGHBOR: 4,
+    OP.BATCH_MATMUL: 3,
 }
 
 
@@ -49,6 +102,8 @@ def op_version(builtin: int, dtype: DType, dilated: bool = False) -> int:
     """The operator version for a kernel on ``dtype`` data."""
     if dtype == DType.INT8:
         return _INT8_VERSION.get(builtin, 1)
+    if dtype == DType.INT16 and builtin in _INT16_VERSION:
+        return _INT16_VERSION[builtin]
     if dilated and builtin in (OP.CONV_2D, OP.DEPTHWISE_CONV_2D):
         return 2
     return 1

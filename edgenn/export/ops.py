@@ -66,7 +66,7 @@ def _spatial_padding(
     return x, tflite.Padding.VALID
 
 
-def _bias(lw: Lowering, co: int) -> int:
+def bias_or_zeros(lw: Lowering, co: int) -> int:
     """The bias input, or an explicit zero bias when the node has none.
 
     why: TFLM's float DEPTHWISE_CONV_2D dereferences a missing bias (segfault), and the
@@ -105,7 +105,7 @@ def _conv2d(lw: Lowering) -> None:
     if groups != 1 and not depthwise:
         raise lw.unsupported(f"grouped convolution (groups={groups}, {ci} input channels)")
     x, padding = _spatial_padding(lw, lw.input(0), (kh, kw), strides, dilations, None)
-    b = _bias(lw, co) if depthwise else lw.optional_input(2)
+    b = bias_or_zeros(lw, co) if depthwise else lw.optional_input(2)
     y = lw.tensor(y_ir)
     act = fused(lw)
     sh, sw = strides
@@ -232,10 +232,15 @@ def _pool(lw: Lowering) -> None:
 def _add(lw: Lowering) -> None:
     a, b, y = lw.input(0), lw.input(1), lw.output()
     act = fused(lw)
+    int16 = lw.ir(0).dtype is DType.INT16
 
     def options(bld: B) -> int:
         tflite.AddOptionsStart(bld)
         tflite.AddOptionsAddFusedActivationFunction(bld, act)
+        if int16:
+            # why: the field defaults to true (power-of-two scales only) for TFLite's int16
+            # kernel; edgenn's int16 scales are general
+            tflite.AddOptionsAddPotScaleInt16(bld, False)
         return int(tflite.AddOptionsEnd(bld))
 
     lw.emit(OP.ADD, [a, b], [y], BO.AddOptions, options)
@@ -261,12 +266,29 @@ _UNARY = {"Relu": OP.RELU, "Relu6": OP.RELU6, "Sigmoid": OP.LOGISTIC, "Tanh": OP
 def _unary(lw: Lowering) -> None:
     assert lw.node is not None
     if lw.node.op == "Relu6":
-        # why: TFLM's int8 RELU6 clamps in the input's parameters and never rescales
-        y, finish = lw.output_as_input()
-        lw.emit(OP.RELU6, [lw.input(0)], [y])
-        finish()
+        _relu6(lw)
         return
     lw.emit(_UNARY[lw.node.op], [lw.input(0)], [lw.output()])
+
+
+def _relu6(lw: Lowering) -> None:
+    """RELU6 as the IR defines it for each type.
+
+    TFLM's RELU6 clamps the stored values to [q(0), q(6)] in its input's parameters and
+    never rescales. The IR's int8 Relu6 rescales to the output's parameters and clamps there,
+    so a differently quantized int8 output is a QUANTIZE first, then the RELU6 (clamping
+    after the rescale, not before, is what keeps ``q(6)`` exact); the IR's int16 Relu6 clamps
+    in the input's parameters like TFLM, so it is the RELU6 alone.
+    """
+    x_ir, y_ir = lw.ir(0), lw.out()
+    x, y = lw.input(0), lw.output()
+    if y_ir.dtype is DType.INT8 and x_ir.quant != y_ir.quant:
+        rescaled = lw.new_tensor(f"{y_ir.name}_rescaled", x_ir.shape, DType.INT8, y_ir.quant)
+        lw.emit(OP.QUANTIZE, [x], [rescaled], BO.QuantizeOptions,
+                empty_options(tflite.QuantizeOptionsStart, tflite.QuantizeOptionsEnd),
+                version=2)
+        x = rescaled
+    lw.emit(OP.RELU6, [x], [y])
 
 
 @lowers("Clip")
@@ -402,6 +424,12 @@ def _reshape(lw: Lowering) -> None:
     finish()
 
 
+def reshape_to(lw: Lowering, x: int, y: int, shape: list[int]) -> None:
+    """A RESHAPE of TFLite tensor ``x`` into ``y`` (of ``shape``)."""
+    shape_t = lw.int32_const(f"{lw.model.tensors[y].name}_shape", shape)
+    lw.emit(OP.RESHAPE, [x, shape_t], [y], BO.ReshapeOptions, _prebuilt(shape))
+
+
 def _ints(bld: B, values: list[int], start: Callable[..., None]) -> int:
     start(bld, len(values))
     for v in reversed(values):
@@ -443,8 +471,13 @@ def _concat(lw: Lowering) -> None:
     out = lw.out()
     axis = int(lw.node.attr("axis")) % len(out.shape)
     xs = [lw.input(i) for i in range(len(lw.node.inputs))]
-    if out.dtype in _QUANTIZED:
+    # why: the IR's int8 Concat rescales its inputs to the output's parameters, unless the
+    # node is a TFLite PACK (``requantize=False``) or int16: those copy the stored values,
+    # which TFLM's int8 CONCATENATION only does for inputs with the output's parameters
+    if out.dtype is DType.INT8 and lw.node.attr("requantize", True):
         xs = [_requantized(lw, x, out.quant) for x in xs]
+    elif out.dtype is DType.INT8:
+        xs = [_relabeled(lw, x, out.quant) for x in xs]
     act = fused(lw)
 
     def options(bld: B) -> int:
@@ -474,6 +507,17 @@ def _requantized(lw: Lowering, x: int, quant: QuantParams | None) -> int:
         empty_options(tflite.QuantizeOptionsStart, tflite.QuantizeOptionsEnd),
         version=2,
     )
+    return y
+
+
+def _relabeled(lw: Lowering, x: int, quant: QuantParams | None) -> int:
+    """``x``'s stored values under the parameters ``quant``: a RESHAPE to the same shape
+    (TFLM copies the bytes and reads no parameters), or ``x`` when they already match."""
+    src = lw.model.tensors[x]
+    if src.quant == quant:
+        return x
+    y = lw.new_tensor(f"{src.name}_relabeled", src.shape, src.dtype, quant)
+    reshape_to(lw, x, y, list(src.shape))
     return y
 
 

@@ -1,4 +1,4 @@
-"""export_tflite: an IR Graph (float32 or fully int8) -> a TFLite flatbuffer TFLite Micro runs."""
+"""export_tflite: an IR Graph (float32, int8 or 16x8) -> a TFLite flatbuffer TFLite Micro runs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import numpy as np
 import tflite
 
+from edgenn.export import lowerings  # noqa: F401  (registers the group lowerings)
 from edgenn.export.flatbuffer import serialize
 from edgenn.export.lowering import BO, OP, Lowering, empty_options
 from edgenn.export.ops import LOWER

@@ -17,7 +17,7 @@ import numpy as np
 
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, QuantParams
-from edgenn.quantize import scheme
+from edgenn.quantize import rules, scheme
 from edgenn.quantize.calibrate import calibration_inputs, collect
 from edgenn.quantize.observers import METHODS, Observer
 from edgenn.quantize.rewrite import build_int8_graph, check_float_graph, runs_int8
@@ -45,6 +45,12 @@ def quantize(
     activations with symmetric per-tensor scales (zero point 0), int8 per-channel weights,
     int64 biases, int16 Softmax / Logistic / Tanh outputs at scale 1/32768.
 
+    Which operators get an integer kernel, and which outputs keep their input's parameters
+    or take fixed ones, follows TFLite Micro's kernels operator by operator (``rules.py``);
+    the others run in float32 between Dequantize and Quantize. Integer inputs (Gather
+    indices) take integer calibration data and stay as they are; ArgMax / ArgMin outputs
+    become int32.
+
     The returned graph has int8 (or int16) inputs and outputs (TFLite's inference_input_type
     / inference_output_type) and **no external permutation**: like the exported .tflite it
     declares its inputs and outputs NHWC, so callers holding NCHW data must transpose it
@@ -64,22 +70,27 @@ def quantize(
     calibration_inputs(graph, calibration)  # shape errors before any work
 
     int8_ops = _quantized_ops(act)
-    int8_nodes = [n for n in graph.nodes if runs_int8(graph, n, int8_ops)]
+    int8_nodes = [n for n in graph.nodes if runs_int8(graph, n, int8_ops, act)]
     observer_opts = {k: options[k] for k in ("percentile", "bins", "max_samples") if k in options}
-    observers = {name: Observer("minmax") for name in graph.inputs}
+    # why: only float tensors get parameters; integer ones (indices) pass unchanged
+    observers = {name: Observer("minmax") for name in graph.inputs
+                 if graph.tensor(name).dtype is DType.FLOAT32}
     for node in graph.nodes:
         for name in node.outputs:
-            observers[name] = Observer(method, **observer_opts)
+            if graph.tensor(name).dtype is DType.FLOAT32:
+                observers[name] = Observer(method, **observer_opts)
     collect(graph, calibration, observers, batch_size=int(options.get("batch_size", 64)))
 
     ranges = {name: obs.range() for name, obs in observers.items()}
-    # Constants feeding int8 ops as activations (an Add's constant operand, a Concat's
-    # constant part) take part in shared ranges with their own min/max.
+    # Constants feeding quantized ops as activations (an Add's constant operand, a Concat's
+    # constant part, PRelu's alpha) take part in shared ranges with their own min/max.
     for node in int8_nodes:
-        if node.op in scheme.WEIGHTED_OPS:
-            continue  # weights and biases follow their own rules
-        for t in graph.node_inputs(node):
-            if t is not None and t.data is not None and t.data.size:
+        rule = rules.rule(node.op)
+        for i, t in enumerate(graph.node_inputs(node)):
+            if rule is not None and rule.weighted and i > 0:
+                continue  # weights and biases follow their own rules
+            if (t is not None and t.data is not None and t.data.size
+                    and t.dtype is DType.FLOAT32):
                 ranges[t.name] = (float(t.data.min()), float(t.data.max()))
     params = scheme.activation_ranges(graph, ranges, int8_nodes,
                                       bool(options.get("skippable_blocks", True)), act)
@@ -93,7 +104,14 @@ def _quantized_ops(act: scheme.ActivationType) -> frozenset[str]:
     from edgenn.backends.ref.layer import registered
 
     available = {op for op, dt in registered() if dt == act.dtype}
-    return act.ops & available if available else act.ops
+    if not available:
+        return act.ops
+
+    def has_kernel(op: str) -> bool:
+        rule = rules.rule(op)
+        return (rule.becomes if rule is not None and rule.becomes else op) in available
+
+    return frozenset(op for op in act.ops if has_kernel(op))
 
 
 def _io_params(graph: Graph, name: str) -> tuple[QuantParams, DType]:

@@ -8,14 +8,15 @@ from typing import Any
 import numpy as np
 
 from edgenn.errors import ShapeError
-from edgenn.ir import Graph
+from edgenn.ir import DType, Graph
 from edgenn.quantize.observers import Observer
 
 
 def calibration_inputs(
     graph: Graph, calibration: np.ndarray | Sequence[np.ndarray]
 ) -> list[np.ndarray]:
-    """Check the calibration arrays against the graph inputs; one float32 array per input.
+    """Check the calibration arrays against the graph inputs; one array per input, float32
+    (or the input's own type for an integer input such as Gather indices).
 
     A single array is accepted for a one-input graph. Shapes are ``[N, *external shape[1:]]``:
     the layout the model file declares (NCHW for an ONNX image model).
@@ -36,6 +37,14 @@ def calibration_inputs(
                 f"calibration data for input {name!r}: expected shape {expected}, "
                 f"got {list(arr.shape)}"
             )
+        dtype = graph.tensor(name).dtype
+        if dtype is not DType.FLOAT32:
+            # an integer input (Gather indices) is fed as it is
+            if not np.issubdtype(arr.dtype, np.integer):
+                raise ShapeError(f"calibration data for input {name!r}: expected integer "
+                                 f"({dtype.value}) data, got {arr.dtype.name}")
+            result.append(arr.astype(dtype.numpy, copy=False))
+            continue
         if not np.issubdtype(arr.dtype, np.floating):
             raise ShapeError(
                 f"calibration data for input {name!r}: expected float data, got {arr.dtype.name}"

@@ -2,8 +2,10 @@
 
 The node structure is kept; every tensor a quantized kernel touches becomes INT8 (INT16 in
 the 16x8 scheme; INT32 / INT64 biases) with QuantParams. Operators without a quantized
-kernel (LRN, MatMul, ...) keep running in float32 between a Dequantize and a Quantize,
-inserted only where needed.
+kernel (LRN, Exp, ...) keep running in float32 between a Dequantize and a Quantize,
+inserted only where needed. Integer tensors (Gather indices, ArgMax outputs) pass unchanged,
+except that ArgMax / ArgMin write int32 (TFLite Micro has no int64 output), and a quantized
+MatMul becomes the BatchMatMul TFLite runs (``rules.OpRule.becomes``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import numpy as np
 
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, QuantParams, Tensor
-from edgenn.quantize import scheme
+from edgenn.quantize import rules, scheme
+
+# why: TFLite Micro's ARG_MAX / ARG_MIN write int32 only (int64 fails at invoke)
+_INDEX_OPS = ("ArgMax", "ArgMin")
 
 
 def check_float_graph(graph: Graph) -> None:
@@ -34,23 +39,36 @@ def check_float_graph(graph: Graph) -> None:
             )
 
 
-def runs_int8(graph: Graph, node: Node, int8_ops: frozenset[str]) -> bool:
-    """True when ``node`` gets a quantized kernel: an op of ``int8_ops`` over float32 tensors
-    whose weights and bias (for Conv2D / FullyConnected) are constants."""
-    if node.op not in int8_ops:
+def runs_int8(graph: Graph, node: Node, int8_ops: frozenset[str],
+              act: scheme.ActivationType = scheme.INT8) -> bool:
+    """True when ``node`` gets a quantized kernel of ``act``'s type: an op of ``int8_ops``
+    that TFLite Micro runs for this node (``rules.why_not``), over float32 data operands
+    (integer ones only where the rule allows indices), with constant weights and bias for
+    the weighted operators."""
+    r = rules.rule(node.op)
+    if node.op not in int8_ops or r is None:
         return False
-    ins = [t for t in graph.node_inputs(node) if t is not None]
-    if any(t.dtype != DType.FLOAT32 for t in ins):
+    if rules.why_not(graph, node, act.dtype) is not None:
         return False
-    if node.op in scheme.WEIGHTED_OPS:
-        return all(t.is_const for t in ins[1:])
+    for i, t in enumerate(graph.node_inputs(node)):
+        if t is None:
+            continue
+        if t.dtype is not DType.FLOAT32 and i not in r.index_operands:
+            return False
+        if r.weighted and i > 0 and not t.is_const:
+            return False
     return True
+
+
+def _float(t: Tensor) -> bool:
+    return t.dtype is DType.FLOAT32
 
 
 class _Builder:
     """Emits nodes in order and creates quantized / float versions of tensors on demand.
 
-    The quantized versions have ``act``'s element type (the ``int8`` names are historical).
+    The quantized versions have ``act``'s element type (the ``int8`` names are historical);
+    integer tensors are their own quantized and float version.
     """
 
     def __init__(self, graph: Graph, params: Mapping[str, QuantParams], int8: set[str],
@@ -68,6 +86,8 @@ class _Builder:
     # -- activations ------------------------------------------------------------------------
     def add_int8(self, name: str, new_name: str | None = None) -> str:
         t = self.g.tensor(name)
+        if not _float(t):
+            return self.keep(name)
         new = new_name or name
         self.tensors[new] = Tensor(new, t.shape, self.act.dtype, self.params[name])
         self.q[name] = new
@@ -75,10 +95,19 @@ class _Builder:
 
     def add_float(self, name: str, new_name: str | None = None) -> str:
         t = self.g.tensor(name)
+        if not _float(t):
+            return self.keep(name)
         new = new_name or name
         self.tensors[new] = Tensor(new, t.shape, DType.FLOAT32)
         self.f[name] = new
         return new
+
+    def keep(self, name: str, dtype: DType | None = None) -> str:
+        """An integer activation: one tensor serves quantized and float consumers."""
+        t = self.g.tensor(name)
+        self.tensors[name] = Tensor(name, t.shape, dtype or t.dtype)
+        self.q[name] = self.f[name] = name
+        return name
 
     def int8_of(self, name: str) -> str:
         if name not in self.q:
@@ -115,6 +144,7 @@ class _Builder:
         return new
 
     def float_const(self, t: Tensor) -> str:
+        """The constant as it is (float32, or integer indices)."""
         assert t.data is not None
         return self.const(t.name, t.data, None)
 
@@ -126,12 +156,41 @@ class _Builder:
         data = scheme.quantize_per_tensor(t.data, p, self.act.dtype)
         return self.const(f"{t.name}/{self.act.name}", data, p)
 
+    def narrow_const(self, t: Tensor) -> str:
+        """An int8 constant over its own range (PRelu's alpha in the 16x8 scheme)."""
+        assert t.data is not None
+        p = scheme.activation_params(float(t.data.min()), float(t.data.max()))
+        data = scheme.quantize_per_tensor(t.data, p, DType.INT8)
+        return self.const(f"{t.name}/int8", data, p)
+
+    def weights(self, x: Tensor, w: Tensor, b: Tensor | None) -> list[str]:
+        """Per-channel int8 weights and the int32 (int64 in 16x8) bias of ``x``'s layer."""
+        assert w.data is not None
+        wp = scheme.weight_params(w.data)
+        names = [self.const(w.name, scheme.quantize_weights(w.data, wp), wp)]
+        if b is not None:
+            assert b.data is not None
+            bp = scheme.bias_params(self.params[x.name], wp)
+            names.append(self.const(b.name, scheme.quantize_bias(b.data, bp, self.act.bias_dtype),
+                                    bp))
+        return names
+
     # -- nodes ------------------------------------------------------------------------------
     def emit(self, node: Node) -> None:
         if node.name in self.int8_nodes:
             self.emit_int8(node)
         else:
             self.emit_float(node)
+
+    def output(self, node: Node, name: str, quantized: bool) -> str:
+        if node.op in _INDEX_OPS:
+            return self.keep(name, DType.INT32)
+        if quantized:
+            return self.add_int8(name)
+        # why: a graph output must be the int8 tensor under its own name, so its float
+        # version produced here is renamed and a Quantize writes the original name.
+        renamed = name in self.g.outputs and _float(self.g.tensor(name))
+        return self.add_float(name, f"{name}/float" if renamed else None)
 
     def emit_float(self, node: Node) -> None:
         ins = []
@@ -142,40 +201,44 @@ class _Builder:
                 ins.append(self.float_const(t))
             else:
                 ins.append(self.float_of(t.name))
-        outs = []
-        for name in node.outputs:
-            # why: a graph output must be the int8 tensor under its own name, so its float
-            # version produced here is renamed and a Quantize writes the original name.
-            outs.append(self.add_float(name, f"{name}/float" if name in self.g.outputs else None))
-        self.nodes.append(node.with_(inputs=tuple(ins), outputs=tuple(outs)))
+        outs = [self.output(node, name, quantized=False) for name in node.outputs]
+        self.nodes.append(_retyped(node).with_(inputs=tuple(ins), outputs=tuple(outs)))
 
     def emit_int8(self, node: Node) -> None:
+        r = rules.rule(node.op)
+        assert r is not None
         inputs = self.g.node_inputs(node)
         ins: list[str] = []
-        if node.op in scheme.WEIGHTED_OPS:
+        for i, t in enumerate(inputs):
+            if r.weighted and i > 0:
+                continue  # weights and bias follow below
+            if t is None:
+                ins.append("")
+            elif not _float(t):
+                ins.append(self.float_const(t) if t.is_const else self.int8_of(t.name))
+            elif i in r.int8_operands and self.act.dtype is not DType.INT8:
+                ins.append(self.narrow_const(t))  # rules guarantee it is constant
+            elif t.is_const:
+                ins.append(self.int8_const(t))
+            else:
+                ins.append(self.int8_of(t.name))
+        if r.weighted:
             x, w = inputs[0], inputs[1]
-            assert x is not None and w is not None and w.data is not None
-            ins.append(self.int8_of(x.name))
-            wp = scheme.weight_params(w.data)
-            ins.append(self.const(w.name, scheme.quantize_weights(w.data, wp), wp))
+            assert x is not None and w is not None
             b = inputs[2] if len(inputs) > 2 else None
+            ins += self.weights(x, w, b)
             if b is None and len(inputs) > 2:
                 ins.append("")
-            elif b is not None:
-                assert b.data is not None
-                bp = scheme.bias_params(self.params[x.name], wp)
-                data = scheme.quantize_bias(b.data, bp, self.act.bias_dtype)
-                ins.append(self.const(b.name, data, bp))
-        else:
-            for t in inputs:
-                if t is None:
-                    ins.append("")
-                elif t.is_const:
-                    ins.append(self.int8_const(t))
-                else:
-                    ins.append(self.int8_of(t.name))
-        outs = [self.add_int8(name) for name in node.outputs]
-        self.nodes.append(node.with_(inputs=tuple(ins), outputs=tuple(outs)))
+        outs = [self.output(node, name, quantized=True) for name in node.outputs]
+        op = r.becomes or node.op
+        self.nodes.append(_retyped(node).with_(op=op, inputs=tuple(ins), outputs=tuple(outs)))
+
+
+def _retyped(node: Node) -> Node:
+    """ArgMax / ArgMin write int32 indices (what TFLite Micro can run)."""
+    if node.op in _INDEX_OPS:
+        return node.with_attrs(output_type="int32")
+    return node
 
 
 def build_int8_graph(
@@ -186,7 +249,7 @@ def build_int8_graph(
     act: scheme.ActivationType = scheme.INT8,
 ) -> Graph:
     """The quantized graph: ``act`` (int8 or int16) input(s) and output(s), no external
-    permutation."""
+    permutation. Integer inputs and outputs keep their type (ArgMax outputs become int32)."""
     b = _Builder(graph, params, int8_nodes, act)
     for name in graph.inputs:
         b.add_int8(name)

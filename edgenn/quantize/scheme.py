@@ -6,19 +6,24 @@ Two activation types (``ActivationType``): ``INT8`` (the default) and ``INT16``,
 requires of int16 Softmax / Logistic / Tanh (scale 1/32768, zero point 0). Every other rule
 below holds for both types.
 
-- Weights of Conv2D / FullyConnected: per-channel symmetric int8 in [-127, 127] along axis 0,
-  zero point 0, ``scale[c] = max|w[c]| / 127``.
-- Biases: int32, ``scale[c] = in_scale * w_scale[c]``, zero point 0.
+- Weights of Conv2D / FullyConnected / TransposeConv2D: per-channel symmetric int8 in
+  [-127, 127] along axis 0, zero point 0, ``scale[c] = max|w[c]| / 127``.
+- Biases: int32 (int64 in 16x8), ``scale[c] = in_scale * w_scale[c]``, zero point 0.
+- Other constant operands (an Add's constant, PRelu's alpha, a constant BatchMatMul operand)
+  are quantized like activations over their own min / max; PRelu's alpha stays int8 in 16x8.
 - Activations: per-tensor asymmetric int8 in [-128, 127]; the range is widened to contain 0
   (so that zero padding is exact) and the zero point is an integer (TFLite's nudging).
-- Operators that move values without rescaling them share one set of parameters between
-  input and output: MaxPool2D, AvgPool2D (TFLite's int8 AVERAGE_POOL_2D does not requantize),
-  Reshape, Transpose, Pad; Concat shares one range (the union) between all its inputs and
-  its output. Mean requantizes, so it keeps its own calibrated output range (as TF does).
+- Operators that move or compare values without rescaling them share one set of parameters
+  between input and output (MaxPool2D, AvgPool2D, Reshape, Transpose, Pad, Slice, Split,
+  Gather, SpaceToDepth, DepthToSpace, ReduceMax, ReduceMin, Resize); Concat, Maximum and
+  Minimum share one range (the union) between all their inputs and their output. The
+  per-operator table is ``rules.py``.
 - Skippable blocks (``skippable_blocks=True``, the default): the output of a residual block
   with an identity shortcut ``Add(x, F(x))`` shares ``x``'s parameters (the union of both
   ranges), so skipping the block at run time is a pure alias (docs/skipping.md).
-- Softmax's output is fixed at scale 1/256, zero point -128 (TFLM requires it).
+- Fixed output parameters where TFLM requires them: Softmax (int8 1/256, zero point -128),
+  L2Norm (int8 1/128, zero point 0), int16 Softmax / Logistic / Tanh (1/32768, 0).
+- ArgMax / ArgMin outputs are int32 indices (TFLM writes no int64), never quantized.
 - A fused ReLU / ReLU6 / ReLU_N1_TO_1 clips the output range to what the activation can give.
 """
 
@@ -31,38 +36,21 @@ import numpy as np
 
 from edgenn.errors import EdgennError
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams
+from edgenn.quantize import rules
+from edgenn.quantize.rules import Output
 
 QMIN, QMAX = -128, 127
 QMAX16 = 32767
 WEIGHT_QMAX = 127
 
-# Operators that get an int8 kernel; anything else runs in float between Dequantize/Quantize.
-INT8_OPS = frozenset(
-    {
-        "Conv2D",
-        "FullyConnected",
-        "Add",
-        "Mul",
-        "MaxPool2D",
-        "AvgPool2D",
-        "Mean",
-        "Reshape",
-        "Transpose",
-        "Concat",
-        "Pad",
-        "Softmax",
-        "Relu",
-        "Relu6",
-    }
-)
-# Operators whose output must carry their (first) input's parameters unchanged.
-SAME_SCALE_OPS = frozenset({"MaxPool2D", "AvgPool2D", "Reshape", "Transpose", "Pad"})
-# Operators with weights quantized per channel (input 1) and an int32 bias (input 2).
-WEIGHTED_OPS = frozenset({"Conv2D", "FullyConnected"})
+# Derived from the per-operator table (``rules.py``), kept for readers of the scheme.
+INT8_OPS = rules.ops_for(DType.INT8)
+SAME_SCALE_OPS = frozenset(op for op, r in rules.RULES.items() if r.output is Output.INPUT)
+# (int16 Relu6 keeps its input's parameters too: ``rules.OpRule.output16``)
+WEIGHTED_OPS = frozenset(op for op, r in rules.RULES.items() if r.weighted)
 
-SOFTMAX_PARAMS = (1.0 / 256.0, -128)
-# int16 outputs in [0, 1] (Softmax, Logistic) or [-1, 1] (Tanh): TFLM requires scale 2^-15
-UNIT_PARAMS_16 = (1.0 / 32768.0, 0)
+SOFTMAX_PARAMS = rules.SOFTMAX_PARAMS_8
+UNIT_PARAMS_16 = rules.UNIT_PARAMS_16
 
 _ACTIVATION_RANGE = {
     Activation.RELU: (0.0, np.inf),
@@ -129,13 +117,10 @@ class ActivationType:
         return None if fixed is None else QuantParams.per_tensor(*fixed)
 
 
-INT8 = ActivationType("int8", DType.INT8, False, INT8_OPS, {"Softmax": SOFTMAX_PARAMS},
-                      DType.INT32)
-INT16 = ActivationType(
-    "int16", DType.INT16, True, INT8_OPS | {"Sigmoid", "Tanh"},
-    {"Softmax": UNIT_PARAMS_16, "Sigmoid": UNIT_PARAMS_16, "Tanh": UNIT_PARAMS_16},
-    DType.INT64,
-)
+INT8 = ActivationType("int8", DType.INT8, False, rules.ops_for(DType.INT8),
+                      rules.fixed_for(DType.INT8), DType.INT32)
+INT16 = ActivationType("int16", DType.INT16, True, rules.ops_for(DType.INT16),
+                       rules.fixed_for(DType.INT16), DType.INT64)
 ACTIVATION_TYPES = {t.name: t for t in (INT8, INT16)}
 
 
@@ -223,16 +208,25 @@ class _Groups:
 
 
 def shared_groups(graph: Graph, int8_nodes: Iterable[Node],
-                  skippable_blocks: bool = False) -> _Groups:
+                  skippable_blocks: bool = False, dtype: DType = DType.INT8) -> _Groups:
+    """Union-find of the tensors that must share parameters (``rules.Output``, and with
+    ``skippable_blocks`` each identity residual block's input and output)."""
     groups = _Groups(graph.tensors)
     int8_names: set[str] = set()
     for node in int8_nodes:
         int8_names.add(node.name)
-        if node.op in SAME_SCALE_OPS:
-            groups.union(node.inputs[0], node.outputs[0])
-        elif node.op == "Concat":
+        r = rules.rule(node.op)
+        if r is None:
+            continue
+        output = r.output_for(dtype)
+        if output is Output.INPUT:
+            for out in node.outputs:  # every piece of a Split
+                groups.union(node.inputs[0], out)
+        elif output is Output.SHARED:
             for name in node.inputs:
-                groups.union(name, node.outputs[0])
+                # why: only float operands are quantized; integer ones (indices) keep their type
+                if name and graph.tensor(name).dtype is DType.FLOAT32:
+                    groups.union(name, node.outputs[0])
     if skippable_blocks:
         from edgenn.passes.skip.blocks import find_blocks  # local: passes import backends
 
@@ -252,7 +246,7 @@ def activation_ranges(
     """Quantization parameters for every non-constant tensor in ``ranges``.
 
     ``ranges`` holds the calibrated real range of each activation; this applies the fused
-    activation clip, the fixed output parameters (Softmax; int16 Logistic / Tanh), the
+    activation clip, the fixed output parameters (Softmax, L2Norm; int16 Logistic / Tanh), the
     shared-parameter groups (with ``skippable_blocks``, also each identity residual block's
     input and output) and ``act``'s range rule.
     """
@@ -271,7 +265,7 @@ def activation_ranges(
             elif node.op == "Relu6":
                 fused = Activation.RELU6
             clipped[out] = clip_to_activation(*clipped[out], fused)
-    groups = shared_groups(graph, nodes, skippable_blocks)
+    groups = shared_groups(graph, nodes, skippable_blocks, act.dtype)
     union: dict[str, tuple[float, float]] = {}
     for name, (lo, hi) in clipped.items():
         root = groups.find(name)
