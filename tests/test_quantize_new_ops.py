@@ -402,17 +402,22 @@ def test_gather_embedding_table_with_int32_index_input() -> None:
     ("SpaceToDepth", {"blocksize": 2}, (1, 3, 4, 6)),
     ("DepthToSpace", {"blocksize": 2, "mode": "DCR"}, (1, 12, 2, 3)),
     ("DepthToSpace", {"blocksize": 2, "mode": "CRD"}, (1, 12, 2, 3)),
+    ("SpaceToDepth", {"blocksize": 2, "mode": "CRD"}, (1, 3, 4, 6)),  # opset 28
 ])
 def test_space_depth(op: str, attrs: dict, shape: tuple[int, ...]) -> None:
     rng = np.random.default_rng(13)
+    opset = 28 if op == "SpaceToDepth" and "mode" in attrs else 17
     model = _onnx([helper.make_node(op, ["x"], ["y"], **attrs)], [_vi("x", shape)],
-                  [_vi("y", None)])
+                  [_vi("y", None)], opset=opset)
     r = run_onnx(model, [_data(rng, shape, N_CALIB)], [_data(rng, shape, N_TEST)], I8)
     assert runs_as(r.q, op, DType.INT8) and r.mismatches == 0
-    # ONNX's CRD order is TFLite's DCR kernel after a GATHER of the channels
+    # ONNX's CRD order is TFLite's DCR kernel with a GATHER of the channels (before
+    # DEPTH_TO_SPACE, after SPACE_TO_DEPTH)
     gather = ["GATHER"] if attrs.get("mode") == "CRD" else []
-    assert builtins(r.q) == [*gather, "SPACE_TO_DEPTH" if op == "SpaceToDepth"
-                             else "DEPTH_TO_SPACE"]
+    if op == "SpaceToDepth":
+        assert builtins(r.q) == ["SPACE_TO_DEPTH", *gather]
+    else:
+        assert builtins(r.q) == [*gather, "DEPTH_TO_SPACE"]
     close(r, lsb=1)
     r16 = run_onnx(model, [_data(rng, shape, N_CALIB)], [_data(rng, shape, N_TEST)], I16)
     assert runs_as(r16.q, op, DType.FLOAT32) and r16.mismatches == 0  # no int16 kernel in TFLM

@@ -101,8 +101,23 @@ def _gather(lw: Lowering) -> None:
 def _space_to_depth(lw: Lowering) -> None:
     assert lw.node is not None
     block = int(lw.node.attr("block"))
-    lw.emit(OP.SPACE_TO_DEPTH, [lw.input(0)], [lw.output()],
+    if lw.node.attr("mode", "DCR") != "CRD":
+        lw.emit(OP.SPACE_TO_DEPTH, [lw.input(0)], [lw.output()],
+                *options("SpaceToDepthOptions", block_size=block))
+        return
+    # CRD: TFLite's (DCR) SPACE_TO_DEPTH, then the channels gathered into CRD order
+    y_ir = lw.out()
+    name = node_name(lw)
+    dcr = lw.new_tensor(f"{name}_dcr", y_ir.shape, y_ir.dtype, y_ir.quant)
+    lw.emit(OP.SPACE_TO_DEPTH, [lw.input(0)], [dcr],
             *options("SpaceToDepthOptions", block_size=block))
+    channels = y_ir.shape[3]
+    k = np.arange(channels)
+    # CRD channel k = c*b*b + (i*b + j) comes from DCR channel (i*b + j)*C + c
+    order = ((k % (block * block)) * (channels // (block * block)) + k // (block * block))
+    order_t = lw.int32_const(f"{name}_crd_order", order.astype(np.int32))
+    lw.emit(OP.GATHER, [dcr, order_t], [lw.output()],
+            *options("GatherOptions", axis=3, batch_dims=0), dtype=y_ir.dtype)
 
 
 def crd_to_dcr(channels: int, block: int) -> np.ndarray:

@@ -42,7 +42,8 @@ define_op("Split", "split one axis into consecutive pieces, one output each", MO
 define_op("Gather", "take slices along an axis at the given indices", MOVED,
           required=("axis",), optional=("batch_dims",), tflite=("GATHER",), onnx=("Gather",))
 define_op("SpaceToDepth", "move block x block spatial tiles into channels (NHWC)", MOVED,
-          required=("block",), tflite=("SPACE_TO_DEPTH",), onnx=("SpaceToDepth",))
+          required=("block",), optional=("mode",), tflite=("SPACE_TO_DEPTH",),
+          onnx=("SpaceToDepth",))
 define_op("DepthToSpace", "move channels into block x block spatial tiles (NHWC)", MOVED,
           required=("block",), optional=("mode",), tflite=("DEPTH_TO_SPACE",),
           onnx=("DepthToSpace",))
@@ -158,6 +159,8 @@ def _block(node: Node, x: Tensor) -> int:
 def _space_to_depth(node: Node, inputs: list[Tensor | None]) -> Inferred:
     x = need(node, inputs, 0)
     b = _block(node, x)
+    if node.attrs.get("mode", "DCR") not in ("DCR", "CRD"):
+        raise fail(node, f"mode {node.attrs.get('mode')!r} is neither 'DCR' nor 'CRD'")
     n, h, w, c = x.shape
     if h % b or w % b:
         raise fail(node, f"height {h} and width {w} must be multiples of the block size {b}")

@@ -163,9 +163,14 @@ def _split(node: Node, graph: Graph) -> KernelCall:
 def _space_to_depth(node: Node, graph: Graph) -> KernelCall:
     n, h, w, c = graph.tensor(node.inputs[0]).shape
     b = int(node.attr("block"))
-    # out[n, oh, ow, i, j, c] = x[n, oh * b + i, ow * b + j, c]
-    dims = (n, h // b, w // b, b, b, c)
-    strides = (h * w * c, b * w * c, b * c, w * c, c, 1)
+    # out[n, oh, ow, i, j, c] ("DCR") or out[n, oh, ow, c, i, j] ("CRD") =
+    # x[n, oh * b + i, ow * b + j, c]
+    if node.attr("mode", "DCR") == "DCR":
+        dims = (n, h // b, w // b, b, b, c)
+        strides = (h * w * c, b * w * c, b * c, w * c, c, 1)
+    else:
+        dims = (n, h // b, w // b, c, b, b)
+        strides = (h * w * c, b * w * c, b * c, 1, w * c, c)
     return _single_copy(node, graph, StridedCopy.gathering(dims, strides),
                         "edgenn_strided_copy")
 

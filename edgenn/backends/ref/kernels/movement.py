@@ -81,16 +81,19 @@ class Split(_Moving):
 
 @register("SpaceToDepth", *TYPES)
 class SpaceToDepth(_Moving):
-    """out[n, h, w, (i * b + j) * C + c] = x[n, h * b + i, w * b + j, c] (TFLite's order)."""
+    """out[n, h, w, k] = x[n, h * b + i, w * b + j, c] with k = (i * b + j) * C + c ("DCR",
+    TFLite's order) or k = c * b * b + i * b + j (ONNX's "CRD", opset 28)."""
 
     def setup(self) -> None:
         self.block = int(self.node.attr("block"))
+        self.mode = str(self.node.attr("mode", "DCR"))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = self.operand(xs)
         n, h, w, c = x.shape
         b = self.block
-        y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+        y = x.reshape(n, h // b, b, w // b, b, c)
+        y = y.transpose(0, 1, 3, 2, 4, 5) if self.mode == "DCR" else y.transpose(0, 1, 3, 5, 2, 4)
         return [np.ascontiguousarray(y).reshape(n, h // b, w // b, b * b * c)]
 
 

@@ -165,10 +165,11 @@ def convert_block_move(ctx: Context, node: NodeProto) -> None:
     if block < 1:
         raise ctx.malformed(f"blocksize {block}")
     attrs: dict[str, object] = {"block": block}
-    if node.op_type == "DepthToSpace":
-        mode = str(ctx.attr("mode", "DCR"))
-        if mode not in ("DCR", "CRD"):
-            raise ctx.malformed(f"DepthToSpace mode {mode!r}")
+    # why both: DepthToSpace has had DCR / CRD modes since opset 11, SpaceToDepth since 28
+    mode = str(ctx.attr("mode", "DCR"))
+    if mode not in ("DCR", "CRD"):
+        raise ctx.malformed(f"{node.op_type} mode {mode!r}")
+    if mode != "DCR":
         attrs["mode"] = mode
     ir = ctx.nhwc(x)
     ctx.emit(node.op_type, [ir], attrs, out=ctx.output(), nhwc=True,
