@@ -13,6 +13,7 @@ output disagree.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from edgenn.ir.schema import op_schemas  # noqa: E402
 from tests.conformance.cases import all_cases  # noqa: E402
 
 DOC = ROOT / "docs" / "operators.md"
+MODELS_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
 SHORT = {DType.FLOAT32: "f32", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
          DType.UINT8: "u8", DType.INT64: "i64"}
 ORDER = [DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8]
@@ -104,10 +106,39 @@ def render() -> str:
             f"| `{s.name}` | {', '.join(s.tflite) or '-'} | {', '.join(s.onnx) or '-'} "
             f"| {_types(ref[s.name])} | {_types(cm)} | {host} | {', '.join(fast) or '-'} "
             f"| {conf} |")
-    summaries = ["", "## Summaries", ""] + [f"- `{s.name}`: {s.summary}" for s in schemas]
+    summaries = _models_section() + ["", "## Summaries", ""] + [
+        f"- `{s.name}`: {s.summary}" for s in schemas]
     total = sum(sum(v.values()) for v in cases.values())
     tail = ["", f"{len(schemas)} operators, {total} conformance cases.", ""]
     return HEAD + "\n".join(rows) + "\n" + "\n".join(summaries + tail)
+
+
+def _models_section() -> list[str]:
+    """The table of ``benchmarks/operator_models.py``'s committed JSON (empty without it)."""
+    if not MODELS_JSON.exists():
+        return []
+    doc = json.loads(MODELS_JSON.read_text())
+    lines = ["", "## Converter-made models on cortex-m4", "",
+             "From `benchmarks/results/operator_models.json` (`.venv/bin/python "
+             "benchmarks/operator_models.py`): models TensorFlow's converter wrote "
+             "(`tests/fixtures/operators/`, see its README), one inference on the emulated "
+             f"Cortex-M4 ({doc['cycle_model']}), and output mismatches against TFLite Micro "
+             "on seeded random inputs. TFLite Micro's arena also holds its interpreter's "
+             "bookkeeping; edgenn's generated code needs none, so its arena is tensors and "
+             "scratch only.", "",
+             "| model | operators | cycles | MAC/cycle | arena B | TFLM arena B | flash B "
+             "| mismatches ref / m4 (values) |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for m in doc["models"]:
+        def num(key: str) -> str:
+            return f"{m[key]:,}" if m.get(key) is not None else "-"  # noqa: B023 (used now)
+
+        mpc = f"{m['mac_per_cycle']:.3f}" if m.get("mac_per_cycle") else "-"
+        lines.append(
+            f"| {m['model']} | {', '.join(m['operators'])} | {num('cycles')} | {mpc} "
+            f"| {num('arena_bytes')} | {num('tflm_arena_bytes')} | {num('flash_bytes')} "
+            f"| {m['ref_mismatches']} / {m.get('m4_mismatches', '-')} of "
+            f"{m['output_values']:,} |")
+    return lines
 
 
 def main() -> int:
