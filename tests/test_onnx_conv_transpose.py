@@ -79,10 +79,10 @@ def test_conv_transpose_then_relu_runs_in_nhwc() -> None:
 
 
 def test_conv_transpose_3d_is_refused_in_one_line() -> None:
-    w = np.zeros((2, 2, 3), np.float32)
+    w = np.zeros((2, 2, 3, 3, 3), np.float32)  # rank 5: 1-D (rank 3) is supported
     graph = helper.make_graph(
         [helper.make_node("ConvTranspose", ["X", "W"], ["Y"])], "t",
-        [helper.make_tensor_value_info("X", TensorProto.FLOAT, (1, 2, 5))],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, (1, 2, 5, 5, 5))],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(w, "W")])
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

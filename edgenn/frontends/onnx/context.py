@@ -1,9 +1,12 @@
 """The importer's working state: ONNX names -> IR tensors, layouts, constants, quantization.
 
 Layout rule: every rank-4 tensor that a layout-sensitive operator (Conv, pooling, BatchNorm,
-LRN, global pooling) produces or consumes is stored NHWC; other tensors keep ONNX axis order.
-``Value.nhwc`` records which one a tensor is, and ``nhwc()`` / ``onnx_order()`` insert the
-Transpose that gives a converter the order it needs (shared by every consumer).
+LRN, global pooling) produces or consumes is stored NHWC; every rank-3 (NCL, 1-D) tensor such an
+operator produces or consumes is stored [N, 1, L, C]; other tensors keep ONNX axis order.
+``Value.nhwc`` / ``Value.ncl`` record which one a tensor is, and ``nhwc()`` /
+``channels_last()`` / ``onnx_order()`` insert the Transpose that gives a converter the order it
+needs (shared by every consumer). ``act()`` never hands out an NCL-stored array: converters
+that do not know that layout get the ONNX-order copy; ``value()`` is the layout-aware look-up.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ import numpy as np
 from onnx import NodeProto, helper
 
 from edgenn.errors import ModelFormatError, UnsupportedOperatorError
-from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, ConstVal, Value
+from edgenn.frontends.onnx.values import (
+    NCHW_TO_NHWC,
+    NCL_AXIS_TO_IR,
+    NHWC_TO_NCHW,
+    ConstVal,
+    Value,
+)
 from edgenn.ir import DType, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
 
@@ -122,14 +131,20 @@ class Context:
 
     # -- activations ----------------------------------------------------------------------------
     def act(self, name: str) -> Value:
-        """The IR tensor of a computed ONNX tensor (int8 in a quantized node, else float)."""
+        """The IR tensor of a computed ONNX tensor (int8 in a quantized node, else float),
+        in ONNX axis order or rank-4 NHWC (an NCL-stored 1-D tensor is transposed back)."""
+        v = self.value(name)
+        return Value(self.onnx_order(name)) if v.ncl else v
+
+    def value(self, name: str) -> Value:
+        """Like ``act`` but in the layout the tensor is stored in (NCL-stored included)."""
         src = self.dq_src.get(name)
         if src is not None:
             if self.quantized:
                 return self.values[src]
             if name not in self.values:  # a float consumer of a quantized tensor
                 v = self.values[src]
-                self.emit("Dequantize", [v.ir], out=name, nhwc=v.nhwc)
+                self.emit("Dequantize", [v.ir], out=name, nhwc=v.nhwc, ncl=v.ncl)
             return self.values[name]
         found = self.values.get(name)
         if found is None:
@@ -142,16 +157,17 @@ class Context:
         return self.tensors[self.act(name).ir]
 
     def rank(self, name: str) -> int:
-        if name in self.consts:
-            return int(self.consts[name].data.ndim)
-        return len(self.ir_tensor(name).shape)
+        """The ONNX rank."""
+        return len(self.onnx_shape(name))
 
     def onnx_shape(self, name: str) -> tuple[int, ...]:
         """The shape in ONNX axis order (batch 1)."""
         if name in self.consts:
             return tuple(self.consts[name].data.shape)
-        v = self.act(name)
+        v = self.value(name)
         shape = self.tensors[v.ir].shape
+        if v.ncl:
+            return tuple(shape[p] for p in NCL_AXIS_TO_IR)
         return tuple(shape[p] for p in NHWC_TO_NCHW) if v.nhwc else shape
 
     def is_nhwc(self, name: str) -> bool:
@@ -166,32 +182,80 @@ class Context:
         return v.ir if v.nhwc else self._view(v.ir, NCHW_TO_NHWC, ":nhwc")
 
     def onnx_order(self, name: str) -> str:
-        """IR name of the tensor in ONNX axis order (NHWC -> NCHW when needed)."""
-        v = self.act(name)
+        """IR name of the tensor in ONNX axis order (NHWC -> NCHW, [N,1,L,C] -> NCL)."""
+        v = self.value(name)
+        if v.ncl:
+            n, _, length, c = self.tensors[v.ir].shape
+            # why: [N,1,L,C] is the NHWC array of [N,C,1,L]; the well-trodden rank-4
+            # NHWC -> NCHW transpose, then dropping H, gives NCL
+            t = self._view(v.ir, NHWC_TO_NCHW, ":nchw")
+            return self._view(t, (n, c, length), ":ncl", reshape=True)
         return self._view(v.ir, NHWC_TO_NCHW, ":nchw") if v.nhwc else v.ir
 
-    def _view(self, ir: str, perm: tuple[int, ...], suffix: str) -> str:
+    def channels_last(self, name: str) -> Value:
+        """The channels-last copy of a rank-4 (NHWC) or rank-3 ([N, 1, L, C]) tensor."""
+        v = self.value(name)
+        if v.channels_last:
+            return v
+        shape = self.onnx_shape(name)
+        if len(shape) == 4:
+            return Value(self.nhwc(name), nhwc=True)
+        if len(shape) != 3:
+            raise self.fail(f"expects a rank-3 or rank-4 input, {name!r} has shape "
+                            f"{list(shape)}")
+        n, c, length = shape
+        r = self._view(v.ir, (n, c, 1, length), ":nc1l", reshape=True)
+        return Value(self._view(r, NCHW_TO_NHWC, ":nhwc"), ncl=True)
+
+    def _view(self, ir: str, arg: tuple[int, ...], suffix: str, reshape: bool = False) -> str:
+        """A Transpose (``arg`` = perm) or Reshape (``arg`` = shape) of ``ir``, made once."""
         key = (ir, suffix)
         if key not in self._views:
-            self._views[key] = self.emit("Transpose", [ir], {"perm": perm}, hint=ir + suffix)
+            op, attrs = ("Reshape", {"shape": arg}) if reshape else ("Transpose", {"perm": arg})
+            self._views[key] = self.emit(op, [ir], attrs, hint=ir + suffix)
         return self._views[key]
 
-    def operand(self, name: str, nhwc: bool) -> str:
+    def elementwise_layout(self, names: Sequence[str]) -> tuple[bool, bool]:
+        """(nhwc, ncl): the layout an elementwise operation on ``names`` runs in.
+
+        NHWC when a computed operand is stored NHWC; NCL-stored when one is stored so and no
+        operand has a rank above 3 (ONNX broadcasting then keeps rank 3); else ONNX order.
+        """
+        computed = [self.value(n) for n in names if n not in self.consts]
+        if any(v.nhwc for v in computed):
+            return True, False
+        if any(v.ncl for v in computed) and all(self.rank(n) <= 3 for n in names):
+            return False, True
+        return False, False
+
+    def operand(self, name: str, nhwc: bool, ncl: bool = False) -> str:
         """An elementwise operand as an IR tensor in the chosen layout.
 
-        Constants are broadcast-aligned the ONNX way (leading 1s) before the NHWC permutation;
-        a lower-rank computed operand is reshaped to rank 4 first.
+        Constants are broadcast-aligned the ONNX way (leading 1s) before the NHWC permutation
+        (NCL: aligned to rank 3, then stored [N, 1, L, C]); a lower-rank computed operand is
+        reshaped to rank 4 (rank 3) first.
         """
         if name in self.consts:
             c = self.const(name)
             if self.quantized and c.quant is None and c.data.dtype == np.float32:
                 raise self.fail(f"float constant {name!r} in an int8 operation")
-            if nhwc:
-                c = ConstVal(c.data.reshape((1,) * (4 - c.data.ndim) + c.data.shape), c.quant)
+            if nhwc or ncl:
                 if c.quant is not None and c.quant.axis is not None:
                     raise self.fail(f"per-channel constant {name!r} in an elementwise operation")
-                c = c.transpose(NCHW_TO_NHWC)
+                rank = 4 if nhwc else 3
+                data = c.data.reshape((1,) * (rank - c.data.ndim) + c.data.shape)
+                if ncl:  # why: [N, C, L] -> [N, C, 1, L], whose NHWC array is [N, 1, L, C]
+                    data = data.reshape(data.shape[:2] + (1,) + data.shape[2:])
+                c = ConstVal(data, c.quant).transpose(NCHW_TO_NHWC)
             return self.new_const(name, c.data, c.quant)
+        if ncl:
+            if self.rank(name) < 3:
+                shape = self.onnx_shape(name)
+                full = (1,) * (3 - len(shape)) + shape
+                r = self.emit("Reshape", [self.onnx_order(name)],
+                              {"shape": (full[0], full[1], 1, full[2])}, hint=name + ":4d")
+                return self._view(r, NCHW_TO_NHWC, ":nhwc")
+            return self.channels_last(name).ir
         if not nhwc:
             return self.onnx_order(name)
         if self.rank(name) < 4:
@@ -211,13 +275,14 @@ class Context:
         elif src in self.dq_src:
             self.dq_src[out] = self.dq_src[src]
         else:
-            self.values[out] = self.act(src)
+            self.values[out] = self.value(src)
 
     # -- building nodes -------------------------------------------------------------------------
     def emit(self, op: str, inputs: Sequence[str], attrs: dict[str, Any] | None = None, *,
-             out: str | None = None, nhwc: bool = False, quant: QuantParams | None = None,
-             hint: str | None = None) -> str:
-        """Append one IR node; returns its output's IR name (bound to ONNX ``out`` if given)."""
+             out: str | None = None, nhwc: bool = False, ncl: bool = False,
+             quant: QuantParams | None = None, hint: str | None = None) -> str:
+        """Append one IR node; returns its output's IR name (bound to ONNX ``out`` if given,
+        stored NHWC / [N, 1, L, C] as ``nhwc`` / ``ncl`` say)."""
         ir_out = self._fresh(out or hint or f"{self.node_name}/{op}")
         node_name = self._fresh_node(self.node_name if self.node is not None else ir_out)
         node = Node(node_name, op, tuple(inputs), (ir_out,), dict(attrs or {}))
@@ -228,7 +293,7 @@ class Context:
         self.tensors[ir_out] = Tensor(ir_out, shape, dtype, q)
         self.nodes.append(node)
         if out is not None:
-            self.values[out] = Value(ir_out, nhwc)
+            self.values[out] = Value(ir_out, nhwc, ncl)
         return ir_out
 
     def _out_quant(self, op: str, inputs: Sequence[str], out: str | None) -> QuantParams:

@@ -9,12 +9,15 @@ from google.protobuf.message import DecodeError
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto
 
 from edgenn.errors import EdgennError, GraphValidationError, ModelFormatError
-from edgenn.frontends.onnx import ops  # noqa: F401  (fills the converter table)
+from edgenn.frontends.onnx import (
+    lift1d,
+    ops,  # noqa: F401  (fills the converter table)
+)
 from edgenn.frontends.onnx.constfold import fold, foldable, to_array
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
-from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, ConstVal, Value
+from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, NLC_TO_NCL, ConstVal, Value
 from edgenn.ir import DType, Graph, Node, Tensor
 
 _ELEM_TYPES: dict[int, DType] = {
@@ -30,7 +33,10 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
     """Import an ONNX model (float, or QDQ-quantized int8) into the IR.
 
     Rank-4 inputs and outputs declared NCHW are stored NHWC inside; ``Graph.external_perm``
-    records the permutation so runtimes still take and return NCHW arrays.
+    records the permutation so runtimes still take and return NCHW arrays. Rank-3 (NCL, 1-D)
+    inputs that feed a convolution, pooling or BatchNorm, and rank-3 outputs computed in the
+    1-D channels-last layout, are [N, L, C] graph tensors with ``external_perm`` ``(0, 2, 1)``
+    (the unit H axis of the [N, 1, L, C] layout is a Reshape inside).
     """
     from edgenn.passes import standard_import_passes
 
@@ -112,15 +118,20 @@ def _convert(model: ModelProto, file: str) -> Graph:
     for vi in g.output:
         if vi.name in ctx.consts:
             raise ModelFormatError(f"{file}: graph output {vi.name!r} is a constant")
-        v = ctx.act(vi.name)
-        outputs.append(v.ir)
-        if v.nhwc:
+        v = ctx.value(vi.name)
+        if v.ncl:
+            n, _, length, c = ctx.tensors[v.ir].shape
+            v = Value(ctx.emit("Reshape", [v.ir], {"shape": (n, length, c)},
+                               hint=vi.name + ":nlc"))
+            external_perm[v.ir] = NLC_TO_NCL
+        elif v.nhwc:
             external_perm[v.ir] = NHWC_TO_NCHW
+        outputs.append(v.ir)
     graph = Graph(
         name=g.name or file,
         tensors=ctx.tensors,
         nodes=tuple(ctx.nodes),
-        inputs=tuple(ctx.values[vi.name].ir for vi in inputs),
+        inputs=tuple(vi.name for vi in inputs),
         outputs=tuple(outputs),
         external_perm=external_perm,
         metadata={"source": "onnx", "file": file, "opset": str(ctx.opset)},
@@ -139,8 +150,16 @@ def _add_input(ctx: Context, vi: onnx.ValueInfoProto, perm: dict[str, tuple[int,
     if nhwc:
         shape = [shape[p] for p in NCHW_TO_NHWC]
         perm[vi.name] = NHWC_TO_NCHW
+    ncl = len(shape) == 3 and lift1d.feeds_channels_last(ctx.consumers, vi.name)
+    if ncl:  # a 1-D signal: the host transposes NCL -> NLC, a Reshape adds the unit H
+        n, c, length = shape
+        shape = [n, length, c]
+        perm[vi.name] = NLC_TO_NCL
     ctx.tensors[vi.name] = Tensor(vi.name, tuple(shape), dtype)
     ctx.bind(vi.name, Value(vi.name, nhwc))
+    if ncl:
+        ctx.emit("Reshape", [vi.name], {"shape": (n, 1, length, c)}, hint=vi.name + ":nhwc")
+        ctx.bind(vi.name, Value(ctx.nodes[-1].outputs[0], ncl=True))
 
 
 def _convert_node(ctx: Context, node: NodeProto) -> None:
@@ -155,7 +174,7 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
         if fn is None:
             raise ctx.fail(f"unsupported operator '{node.op_type}'{_type_note(ctx, node)}")
         ctx.begin(node, quantized=plan_node(ctx, node))
-        fn(ctx, node)
+        lift1d.convert(ctx, node, fn)
     except EdgennError as err:
         if str(err).startswith(ctx.file):
             raise

@@ -11,6 +11,10 @@ from edgenn.ir import QuantParams
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
 NHWC_TO_NCHW = (0, 3, 1, 2)
+# where ONNX axis (N, C, L) of a rank-3 tensor lives in its [N, 1, L, C] channels-last copy
+NCL_AXIS_TO_IR = (0, 3, 2)
+# the boundary permutation of a 1-D graph input / output: IR [N, L, C] -> ONNX [N, C, L]
+NLC_TO_NCL = (0, 2, 1)
 
 
 def nchw_axis_to_nhwc(axis: int) -> int:
@@ -20,13 +24,20 @@ def nchw_axis_to_nhwc(axis: int) -> int:
 
 @dataclass(frozen=True)
 class Value:
-    """A computed tensor: its IR name and whether it is a rank-4 tensor stored NHWC.
+    """A computed tensor: its IR name and the layout the IR array has.
 
-    ``nhwc=False`` means the IR array has the ONNX axis order.
+    ``nhwc``: a rank-4 NCHW tensor stored NHWC. ``ncl``: a rank-3 NCL tensor (1-D signal)
+    stored [N, 1, L, C], which is also the NHWC array of the NCHW view [N, C, 1, L], so
+    2-D operators run on it with H = 1 and no data movement. Neither: ONNX axis order.
     """
 
     ir: str
     nhwc: bool = False
+    ncl: bool = False
+
+    @property
+    def channels_last(self) -> bool:
+        return self.nhwc or self.ncl
 
 
 @dataclass(frozen=True)

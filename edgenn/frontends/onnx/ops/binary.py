@@ -21,10 +21,10 @@ def emit_binary(ctx: Context, op: str, a: str, b: str, out: str | None,
         a, b = b, a  # why: the kernels take the computed operand first where they can
     if ctx.is_const(a) and ctx.is_const(b):
         raise ctx.fail(f"{op} of two constants was not folded")
-    nhwc = any(not ctx.is_const(n) and ctx.is_nhwc(n) for n in (a, b))
-    inputs = [ctx.operand(a, nhwc), ctx.operand(b, nhwc)]
-    ir = ctx.emit(op, inputs, attrs, out=out, nhwc=nhwc, hint=f"{ctx.node_name}/{op}")
-    return Value(ir, nhwc)
+    nhwc, ncl = ctx.elementwise_layout((a, b))
+    inputs = [ctx.operand(a, nhwc, ncl), ctx.operand(b, nhwc, ncl)]
+    ir = ctx.emit(op, inputs, attrs, out=out, nhwc=nhwc, ncl=ncl, hint=f"{ctx.node_name}/{op}")
+    return Value(ir, nhwc, ncl)
 
 
 @converter("Max", "Min")

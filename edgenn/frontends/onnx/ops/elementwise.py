@@ -1,7 +1,8 @@
 """Elementwise operators: they keep the layout of their inputs.
 
 If any computed operand is a rank-4 NHWC tensor the operation is done in NHWC (constants are
-broadcast-aligned the ONNX way, then permuted); otherwise in ONNX order.
+broadcast-aligned the ONNX way, then permuted); if one is a 1-D tensor stored [N, 1, L, C] and
+nothing has a rank above 3, in that layout; otherwise in ONNX order.
 """
 
 from __future__ import annotations
@@ -18,18 +19,15 @@ from edgenn.frontends.onnx.values import ConstVal, Value
 from edgenn.ir import Activation
 
 
-def _use_nhwc(ctx: Context, names: list[str]) -> bool:
-    return any(not ctx.is_const(n) and ctx.is_nhwc(n) for n in names)
-
-
 def _binary(ctx: Context, op: str, a: str, b: str, out: str | None) -> Value:
     if ctx.is_const(a) and not ctx.is_const(b):
         a, b = b, a  # Add and Mul commute; kernels expect the computed operand first
-    nhwc = _use_nhwc(ctx, [a, b])
-    inputs = [ctx.operand(a, nhwc), ctx.operand(b, nhwc)]
+    nhwc, ncl = ctx.elementwise_layout([a, b])
+    inputs = [ctx.operand(a, nhwc, ncl), ctx.operand(b, nhwc, ncl)]
     hint = f"{ctx.node_name}/{op}"
-    ir = ctx.emit(op, inputs, {"activation": Activation.NONE}, out=out, nhwc=nhwc, hint=hint)
-    return Value(ir, nhwc)
+    ir = ctx.emit(op, inputs, {"activation": Activation.NONE}, out=out, nhwc=nhwc, ncl=ncl,
+                  hint=hint)
+    return Value(ir, nhwc, ncl)
 
 
 def _derived_const(ctx: Context, name: str, data: np.ndarray) -> str:
@@ -91,8 +89,8 @@ def convert_div(ctx: Context, node: NodeProto) -> None:
 @converter("Relu", "Sigmoid", "Tanh")
 def convert_unary(ctx: Context, node: NodeProto) -> None:
     x = ctx.need(0)
-    v = ctx.act(x)
-    ctx.emit(node.op_type, [v.ir], out=ctx.output(), nhwc=v.nhwc)
+    v = ctx.value(x)
+    ctx.emit(node.op_type, [v.ir], out=ctx.output(), nhwc=v.nhwc, ncl=v.ncl)
 
 
 def _clip_bound(ctx: Context, index: int, attr: str, default: float) -> float:
@@ -112,10 +110,11 @@ def convert_clip(ctx: Context, node: NodeProto) -> None:
     x = ctx.need(0)
     lo = _clip_bound(ctx, 1, "min", -math.inf)
     hi = _clip_bound(ctx, 2, "max", math.inf)
-    v = ctx.act(x)
+    v = ctx.value(x)
     if lo == 0.0 and hi == 6.0:
-        ctx.emit("Relu6", [v.ir], out=ctx.output(), nhwc=v.nhwc)
+        ctx.emit("Relu6", [v.ir], out=ctx.output(), nhwc=v.nhwc, ncl=v.ncl)
     elif lo == 0.0 and hi == math.inf:
-        ctx.emit("Relu", [v.ir], out=ctx.output(), nhwc=v.nhwc)
+        ctx.emit("Relu", [v.ir], out=ctx.output(), nhwc=v.nhwc, ncl=v.ncl)
     else:
-        ctx.emit("Clip", [v.ir], {"min": lo, "max": hi}, out=ctx.output(), nhwc=v.nhwc)
+        ctx.emit("Clip", [v.ir], {"min": lo, "max": hi}, out=ctx.output(), nhwc=v.nhwc,
+                 ncl=v.ncl)

@@ -37,9 +37,9 @@ def convert_softmax(ctx: Context, node: NodeProto) -> None:
         s = ctx.emit("Softmax", [r], {"beta": 1.0}, hint=out + ":2d")
         ctx.emit("Reshape", [s], {"shape": shape}, out=out)
         return
-    v = ctx.act(x)
-    if v.nhwc and axis == 1:
-        ctx.emit("Softmax", [v.ir], {"beta": 1.0}, out=out, nhwc=True)
+    v = ctx.value(x)
+    if v.channels_last and axis == 1:  # the channel axis is the IR's last one
+        ctx.emit("Softmax", [v.ir], {"beta": 1.0}, out=out, nhwc=v.nhwc, ncl=v.ncl)
         return
     xo = ctx.onnx_order(x)
     if axis == rank - 1:

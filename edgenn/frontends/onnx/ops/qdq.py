@@ -38,11 +38,11 @@ def convert_quantize(ctx: Context, node: NodeProto) -> None:
                                     QuantParams(scale, zp.astype(np.int64), axis)))
         return
     params = q_params(ctx, node)
-    v = ctx.act(x)
+    v = ctx.value(x)
     if ctx.tensors[v.ir].dtype == DType.INT8:  # the int8 op already produced it
         ctx.bind(out, v)
         return
-    ctx.emit("Quantize", [v.ir], out=out, nhwc=v.nhwc, quant=params)
+    ctx.emit("Quantize", [v.ir], out=out, nhwc=v.nhwc, ncl=v.ncl, quant=params)
 
 
 @converter("DequantizeLinear")
@@ -57,7 +57,7 @@ def convert_dequantize(ctx: Context, node: NodeProto) -> None:
             raise ctx.fail(f"dequantizing a {data.dtype.name} constant is not supported")
         ctx.set_const(out, ConstVal(data, QuantParams(scale, zp.astype(np.int64), axis)))
         return
-    v = ctx.act(x)
+    v = ctx.value(x)
     t = ctx.tensors[v.ir]
     if t.dtype != DType.INT8:
         raise ctx.fail(f"DequantizeLinear of a {t.dtype.value} tensor (edgenn takes int8)")

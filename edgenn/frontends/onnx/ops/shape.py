@@ -1,5 +1,6 @@
 """Shape operators. Reshape-like ones work in ONNX axis order (an NHWC input is transposed
-back first, so the element order is exactly ONNX's); Concat and Pad remap their axes instead.
+back first, so the element order is exactly ONNX's); Concat and Pad remap their axes instead
+(Concat also keeps 1-D tensors stored [N, 1, L, C] in that layout).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from onnx import NodeProto
 
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.registry import converter
-from edgenn.frontends.onnx.values import NCHW_TO_NHWC, ConstVal, nchw_axis_to_nhwc
+from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NCL_AXIS_TO_IR, ConstVal, nchw_axis_to_nhwc
 
 
 def resolve_reshape(ctx: Context, in_shape: Sequence[int], spec: np.ndarray) -> tuple[int, ...]:
@@ -104,9 +105,10 @@ def convert_concat(ctx: Context, node: NodeProto) -> None:
     rank = ctx.rank(names[0])
     axis = int(ctx.attr("axis")) % rank
     nhwc = rank == 4 and any(not ctx.is_const(n) and ctx.is_nhwc(n) for n in names)
-    inputs = [ctx.operand(n, nhwc) for n in names]
-    ctx.emit("Concat", inputs, {"axis": nchw_axis_to_nhwc(axis) if nhwc else axis},
-             out=ctx.output(), nhwc=nhwc)
+    ncl = rank == 3 and ctx.elementwise_layout(names)[1]
+    inputs = [ctx.operand(n, nhwc, ncl) for n in names]
+    ir_axis = nchw_axis_to_nhwc(axis) if nhwc else NCL_AXIS_TO_IR[axis] if ncl else axis
+    ctx.emit("Concat", inputs, {"axis": ir_axis}, out=ctx.output(), nhwc=nhwc, ncl=ncl)
 
 
 @converter("Pad")
@@ -134,11 +136,16 @@ def convert_pad(ctx: Context, node: NodeProto) -> None:
         pairs[a] = (flat[i], flat[i + len(axes)])
     if any(b < 0 or e < 0 for b, e in pairs):
         raise ctx.fail("negative pads (cropping) are not supported")
-    v = ctx.act(x)
+    v = ctx.value(x)
     if v.nhwc:
         pairs = [pairs[p] for p in NCHW_TO_NHWC]
+    elif v.ncl:  # (N, C, L) pads onto the [N, 1, L, C] array
+        ir_pairs = [(0, 0)] * 4
+        for a, pair in zip(NCL_AXIS_TO_IR, pairs, strict=True):
+            ir_pairs[a] = pair
+        pairs = ir_pairs
     ctx.emit("Pad", [v.ir], {"pads": tuple(pairs), "value": value}, out=ctx.output(),
-             nhwc=v.nhwc)
+             nhwc=v.nhwc, ncl=v.ncl)
 
 
 @converter("Shape")

@@ -26,8 +26,8 @@ def _finite_attr(ctx: Context, key: str, default: float) -> float:
 
 
 def _emit(ctx: Context, op: str, attrs: dict[str, object]) -> None:
-    v = ctx.act(ctx.need(0))
-    ctx.emit(op, [v.ir], attrs, out=ctx.output(), nhwc=v.nhwc)
+    v = ctx.value(ctx.need(0))
+    ctx.emit(op, [v.ir], attrs, out=ctx.output(), nhwc=v.nhwc, ncl=v.ncl)
 
 
 @converter(*_PLAIN)
