@@ -122,4 +122,30 @@ static inline int32_t edgenn_get_reciprocal(int32_t x, int32_t x_integer_digits,
     return edgenn_one_over_one_plus_x(shifted_sum_minus_one);
 }
 
+/* TFLite's AffineQuantize step: x / scale (float32 division) rounded half away from zero,
+ * saturated to int32 (NaN gives 0); the caller adds the zero point and clamps to its type.
+ * Single precision only: q - trunc(q) is exact, so comparing it with 1/2 decides the
+ * rounding (no doubles, which some FPUs lack). */
+static inline int64_t edgenn_quantize_f32(float x, float scale)
+{
+    const float q = x / scale;
+    if (q != q) {
+        return 0;
+    }
+    if (q >= 2147483647.0f) {
+        return 2147483647;
+    }
+    if (q <= -2147483648.0f) {
+        return -2147483647 - 1;
+    }
+    int32_t t = (int32_t)q;
+    const float frac = q - (float)t;
+    if (frac >= 0.5f) {
+        t++;
+    } else if (frac <= -0.5f) {
+        t--;
+    }
+    return t;
+}
+
 #endif

@@ -36,35 +36,11 @@ void edgenn_requant_s8_s16(const int8_t *in, int16_t *out, int32_t n, int32_t in
     }
 }
 
-/* roundf (half away from zero) of a float in (-2^31, 2^31), in single precision only:
- * q - trunc(q) is exact, so comparing it with 1/2 decides the rounding. */
-static inline int32_t round_half_away(float q)
-{
-    int32_t t = (int32_t)q;
-    const float frac = q - (float)t;
-    if (frac >= 0.5f) {
-        t++;
-    } else if (frac <= -0.5f) {
-        t--;
-    }
-    return t;
-}
-
 void edgenn_quantize_f32_s16(const float *in, int16_t *out, int32_t n, float scale,
                              int32_t zp)
 {
     for (int32_t i = 0; i < n; i++) {
-        const float q = in[i] / scale;
-        int64_t r;
-        if (q != q) {
-            r = 0; /* NaN */
-        } else if (q >= 2147483647.0f) {
-            r = 2147483647;
-        } else if (q <= -2147483648.0f) {
-            r = -2147483647 - 1;
-        } else {
-            r = round_half_away(q);
-        }
+        int64_t r = edgenn_quantize_f32(in[i], scale);
         r += zp;
         r = r < INT16_MIN ? INT16_MIN : (r > INT16_MAX ? INT16_MAX : r);
         out[i] = (int16_t)r;

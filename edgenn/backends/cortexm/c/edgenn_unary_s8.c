@@ -28,19 +28,7 @@ void edgenn_lut_s8(const int8_t *in, int8_t *out, int32_t n, const int8_t *table
 void edgenn_quantize_f32_s8(const float *in, int8_t *out, int32_t n, float scale, int32_t zp)
 {
     for (int32_t i = 0; i < n; i++) {
-        const float q = in[i] / scale;
-        int64_t r;
-        if (q != q) {
-            r = 0; /* NaN */
-        } else if (q >= 2147483647.0f) {
-            r = 2147483647;
-        } else if (q <= -2147483648.0f) {
-            r = -2147483647 - 1;
-        } else {
-            /* round half away from zero; exact in double for any float below 2^31 */
-            const double d = (double)q;
-            r = d >= 0.0 ? (int64_t)(d + 0.5) : -(int64_t)(-d + 0.5);
-        }
+        int64_t r = edgenn_quantize_f32(in[i], scale);
         r += zp;
         r = r < -128 ? -128 : (r > 127 ? 127 : r);
         out[i] = (int8_t)r;

@@ -10,6 +10,8 @@ Reset makes it. The integer LSTM's weight rows are re-packed for SMLAD (``simd_r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
@@ -45,6 +47,23 @@ def simd_rows(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(rows, -1, 4)[:, :, [0, 2, 1, 3]]).ravel()
 
 
+def _matcher(types: tuple[DType, ...], build: Callable[[Node, Graph], object]
+             ) -> Callable[[Node, Graph], bool]:
+    """A kernel's ``matches``: the first input has one of ``types`` and ``build`` (the layer
+    the kernel takes its constants from) accepts the node."""
+
+    def matches(node: Node, graph: Graph) -> bool:
+        if graph.tensor(node.inputs[0]).dtype not in types:
+            return False
+        try:
+            build(node, graph)
+        except EdgennError:
+            return False
+        return True
+
+    return matches
+
+
 # -- LSTM ----------------------------------------------------------------------------------------
 def _lstm_layer(node: Node, graph: Graph) -> Lstm:
     layer = _ref_layer(node, graph)
@@ -58,17 +77,6 @@ def _lstm_layer(node: Node, graph: Graph) -> Lstm:
                     raise UnsupportedOperatorError(
                         f"{node}: int16 LSTM biases beyond int32 are not supported on Cortex-M")
     return layer
-
-
-def _lstm_matches(node: Node, graph: Graph) -> bool:
-    x = graph.tensor(node.inputs[0])
-    if x.dtype not in (DType.INT8, DType.INT16):
-        return False
-    try:
-        _lstm_layer(node, graph)
-    except EdgennError:
-        return False
-    return True
 
 
 def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
@@ -105,21 +113,12 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
 
 
-register_kernel(PortableKernel("LSTM", "edgenn_lstm", _lstm_matches, _lstm_prepare,
+register_kernel(PortableKernel("LSTM", "edgenn_lstm",
+                               _matcher((DType.INT8, DType.INT16), _lstm_layer), _lstm_prepare,
                                (DType.INT8, DType.INT16)))
 
 
 # -- float32 LSTM --------------------------------------------------------------------------------
-def _lstm_f32_matches(node: Node, graph: Graph) -> bool:
-    if graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
-        return False
-    try:
-        _ref_layer(node, graph)
-    except EdgennError:
-        return False
-    return True
-
-
 def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
     layer = _ref_layer(node, graph)
     assert isinstance(layer, Lstm) and not layer.integer
@@ -156,7 +155,8 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
 
 
-register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32", _lstm_f32_matches, _lstm_f32_prepare,
+register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32",
+                               _matcher((DType.FLOAT32,), _ref_layer), _lstm_f32_prepare,
                                (DType.FLOAT32,)))
 
 
@@ -167,16 +167,6 @@ def _svdf_layer(node: Node, graph: Graph) -> Svdf:
     if not layer.integer:
         raise UnsupportedOperatorError(f"{node}: the Cortex-M SVDF is int8")
     return layer
-
-
-def _svdf_matches(node: Node, graph: Graph) -> bool:
-    if graph.tensor(node.inputs[0]).dtype is not DType.INT8:
-        return False
-    try:
-        _svdf_layer(node, graph)
-    except EdgennError:
-        return False
-    return True
 
 
 def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
@@ -202,7 +192,8 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 
-register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _svdf_matches, _svdf_prepare))
+register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _matcher((DType.INT8,), _svdf_layer),
+                               _svdf_prepare))
 
 
 # -- float32 SVDF --------------------------------------------------------------------------------
@@ -211,16 +202,6 @@ def _c_float_bound(v: float) -> str:
     if np.isinf(v):
         return "(1.0f/0.0f)" if v > 0 else "(-1.0f/0.0f)"
     return c_float(v)
-
-
-def _svdf_f32_matches(node: Node, graph: Graph) -> bool:
-    if graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
-        return False
-    try:
-        _ref_layer(node, graph)
-    except EdgennError:
-        return False
-    return True
 
 
 def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
@@ -241,5 +222,6 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 
-register_kernel(PortableKernel("SVDF", "edgenn_svdf_f32", _svdf_f32_matches, _svdf_f32_prepare,
+register_kernel(PortableKernel("SVDF", "edgenn_svdf_f32",
+                               _matcher((DType.FLOAT32,), _ref_layer), _svdf_f32_prepare,
                                (DType.FLOAT32,)))
