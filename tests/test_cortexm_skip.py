@@ -1,5 +1,5 @@
 """Runtime layer skipping on Cortex-M: one firmware, every configuration switched by
-edgenn_set_skip_mask, bit-exact with the reference runtime on apply_skip(graph, config)."""
+NAME_set_skip_mask, bit-exact with the reference runtime on apply_skip(graph, config)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_resnet_fixture_has_two_requantize_blocks(resnet_m4) -> None:  # type: i
     assert m["arena_bytes"] >= max(peaks.values())
     assert peaks["block1,block2"] < peaks["full"]
     model_c = (resnet_m4.out_dir / "model.c").read_text()
-    assert model_c.count("edgenn_get_skip_mask()") == 1  # the mask is read once per invoke
+    assert model_c.count("EDGENN_MODEL_SKIP_MASK();") == 1  # the mask is read once per invoke
 
 
 @pytest.mark.parametrize("config", all_configs(find_blocks(load_model(FIXTURE))),
@@ -82,16 +82,16 @@ def test_switching_back_and_forth_in_one_machine(resnet: Graph, resnet_m4) -> No
     for config in sequence:
         np.testing.assert_array_equal(resnet_m4.run(x, skip=config)[0], want[config])
     assert resnet_m4.machine is machine  # one loaded machine, never re-initialised
-    assert machine.call("edgenn_get_skip_mask").value == resnet_m4.skip_mask(sequence[-1])
+    assert machine.call("model_get_skip_mask").value == resnet_m4.skip_mask(sequence[-1])
     # the firmware keeps a configuration until told otherwise: invoke without a new mask
-    machine.call("edgenn_set_skip_mask", 0b10)
+    machine.call("model_set_skip_mask", 0b10)
     out = machine.invoke([x[0].tobytes()]).outputs[0]
     np.testing.assert_array_equal(np.frombuffer(out, np.int8), want[frozenset({"block2"})][0])
 
 
 def test_switch_cost_and_per_config_cycles(resnet: Graph, resnet_m4) -> None:  # type: ignore[no-untyped-def]
     x = _digits(resnet, 1)
-    call = resnet_m4.machine.call("edgenn_set_skip_mask", 3)
+    call = resnet_m4.machine.call("model_set_skip_mask", 3)
     assert call.cycles is not None and call.cycles < 100 and call.instructions <= 4
     benches = {c: resnet_m4.bench(x, skip=c) for c in all_configs(find_blocks(resnet))}
     full = benches[frozenset()]
@@ -130,7 +130,7 @@ def test_union_lifetimes_agree_with_plan_for_configs(resnet_m4, resnet: Graph) -
 def test_firmware_without_skipping_is_unchanged(resnet: Graph, tmp_path: Path) -> None:
     exe = compile_cortexm(resnet, "cortex-m4", out_dir=tmp_path, skippable=False)
     assert "blocks" not in exe.manifest
-    assert "edgenn_skip" not in (tmp_path / "model.c").read_text()
+    assert "skip_mask" not in (tmp_path / "model.c").read_text()
     with pytest.raises(EdgennError, match="without skippable blocks"):
         exe.run(np.zeros((1, 28, 28, 1), np.int8), skip="block1")
 

@@ -38,3 +38,68 @@ def test_int8_model_gets_the_registry_kernels(capsys: pytest.CaptureFixture[str]
     want = [select_kernel(n, g, get_core(core)).name for n in g.nodes]
     assert [layer["kernel"] for layer in info["layers"]] == want
     assert info["unsupported"] is None
+
+
+# ------------------------------------------------------------------ per-layer RAM and flash
+def test_flash_and_macs_per_layer_are_the_kernels_constants(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from edgenn.analysis import node_macs
+    from edgenn.backends.cortexm.flash_policy import constant_bytes
+
+    info = _inspect(capsys, "dwsep_int8.tflite", "cortex-m4")
+    g = load_tflite((FIXTURES / "dwsep_int8.tflite").read_bytes(), "d")
+    core = get_core("cortex-m4")
+    want = [constant_bytes(select_kernel(n, g, core).prepare(n, g, core)) for n in g.nodes]
+    assert [layer["flash_bytes"] for layer in info["layers"]] == want
+    assert info["target_flash_bytes"] == sum(want) > 0
+    assert [layer["macs"] for layer in info["layers"]] == [node_macs(g, n) for n in g.nodes]
+
+
+@pytest.mark.parametrize("name", ["conv2_int8.tflite", "resnet_int8.tflite"])
+def test_inspect_predicts_the_build(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """Before any build, the arena and the per-layer constants of the firmware a build with
+    int8 weights makes (resnet: skippable blocks, so the skip-capable arena plan)."""
+    from edgenn.api import compile_model
+    from edgenn.backends.cortexm.flash_policy import constant_bytes
+
+    info = _inspect(capsys, name, "cortex-m4")
+    g = load_tflite((FIXTURES / name).read_bytes(), name)
+    exe = compile_model(g, target="cortex-m4", widen="none")
+    assert info["target_arena_bytes"] == exe.sizes()["arena"]
+    assert [layer["flash_bytes"] for layer in info["layers"]] == \
+        [constant_bytes(c) for c in exe.project.calls]
+
+
+def test_ram_per_layer_is_bounded_by_its_buffers_and_the_arena(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    info = _inspect(capsys, "resnet_int8.tflite", "cortex-m4")
+    g = load_tflite((FIXTURES / "resnet_int8.tflite").read_bytes(), "r")
+    for node, layer in zip(g.nodes, info["layers"], strict=True):
+        out = g.tensor(node.outputs[0]).nbytes
+        assert out <= layer["io_bytes"]
+        assert layer["io_bytes"] + layer["scratch_bytes"] <= layer["ram_bytes"]
+        assert layer["ram_bytes"] <= info["target_arena_bytes"]
+    # the residual Add reads two live tensors and writes a third: all alive at its step
+    adds = [layer for layer in info["layers"] if layer["op"] == "Add"]
+    assert adds and all(a["io_bytes"] >= 2 * 14 * 14 * 16 for a in adds)
+
+
+def test_unsupported_layers_have_no_flash_and_the_json_keeps_its_keys(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    info = _inspect(capsys, "conv2_float.tflite", "cortex-m4")
+    assert [layer["flash_bytes"] is None for layer in info["layers"]] == \
+        [layer["kernel"] is None for layer in info["layers"]]
+    old = {"model", "inputs", "outputs", "layers", "total_macs", "param_bytes", "arena_bytes",
+           "planner", "skippable_blocks", "target", "unsupported"}
+    assert old <= set(info)
+    assert {"name", "op", "shape", "dtype", "macs", "param_bytes", "kernel"} <= \
+        set(info["layers"][0])
+
+
+def test_table_has_ram_flash_and_a_totals_row(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(FIXTURES / "dwsep_int8.tflite"), "--target", "cortex-m4"]) == 0
+    out = capsys.readouterr().out
+    assert "RAM B" in out and "flash B" in out and "total" in out and "peak" in out
+    assert main(["inspect", str(FIXTURES / "dwsep_int8.tflite")]) == 0
+    plain = capsys.readouterr().out
+    assert "flash B" not in plain and "total" in plain

@@ -1,4 +1,5 @@
-"""``edgenn eval MODEL --dataset mnist [--split test] [--target ref]``: accuracy."""
+"""``edgenn eval MODEL (--dataset mnist | --data F.npz) [--split test] [--target ref]``:
+top-1 accuracy of a classifier (the argmax of its first output), per class in the JSON."""
 
 from __future__ import annotations
 
@@ -16,14 +17,22 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, progress
-from edgenn.evaluate import images_to_input, predict
+from edgenn.errors import DataError
+from edgenn.ir import Graph
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("eval", help="classification accuracy on a data set")
     p.add_argument("model")
-    p.add_argument("--dataset", choices=("mnist", "fashion-mnist"), default="mnist")
-    p.add_argument("--split", choices=("train", "test"), default="test")
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--dataset", choices=("mnist", "fashion-mnist"), default=None,
+                        help="a named image data set (the default: mnist)")
+    source.add_argument("--data", default=None, metavar="F.npz",
+                        help="arrays x (inputs in the model's input layout; float data is "
+                             "quantized with the input's scale and zero point) and y (labels "
+                             "[N] or one-hot [N, C])")
+    p.add_argument("--split", choices=("train", "test"), default=None,
+                   help="with --dataset: which split (the default: test)")
     p.add_argument("--target", default="ref", choices=TARGETS)
     add_device_options(p)
     add_vta_options(p)
@@ -33,27 +42,58 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def dataset_inputs(graph: Graph, name: str, split: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """A named data set's images fed as the model's input declares, and its labels."""
     from edgenn.datasets import dataset_split
-    from edgenn.utils import atomic_write_bytes
+    from edgenn.evaluate import images_to_input
 
+    images, labels = dataset_split(name, split)
+    return [images_to_input(graph, images)], labels
+
+
+def data_inputs(graph: Graph, path: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """The inputs and labels of an ``.npz`` (``y`` is required here)."""
+    from edgenn.validate import load_npz_data
+
+    xs, labels = load_npz_data(path, graph)
+    if labels is None:
+        raise DataError(f"{path}: no array 'y' (the labels eval scores against)")
+    return xs, labels
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgenn.utils import atomic_write_bytes
+    from edgenn.validate import per_class_accuracy, run_batched, top1
+
+    if args.data is not None and args.split is not None:
+        raise DataError("--split is for --dataset; --data is evaluated whole (see --limit)")
+    if args.limit is not None and args.limit < 0:
+        raise DataError(f"--limit {args.limit}: give a sample count >= 0")
     graph = load_model(args.model)
-    images, labels = dataset_split(args.dataset, args.split)
+    dataset = args.dataset or "mnist"
+    split = args.split or "test"
+    if args.data is not None:
+        xs, labels = data_inputs(graph, args.data)
+        what = args.data
+    else:
+        xs, labels = dataset_inputs(graph, dataset, split)
+        what = f"{dataset} {split}"
     if args.limit is not None:
-        images, labels = images[: args.limit], labels[: args.limit]
-    x = images_to_input(graph, images)
+        xs, labels = [x[: args.limit] for x in xs], labels[: args.limit]
     exe = compile_model(graph, target=args.target, **target_options(args))
-    with progress(f"eval {args.dataset}/{args.split}", len(x)) as advance:
+    with progress(f"eval {what}", len(labels)) as advance:
         # Emulated targets run image by image: small batches keep the progress bar moving.
         batch = 500 if args.target == "ref" else 20
-        pred = predict(lambda b: exe.run(b)[0], x, batch=batch, on_batch=advance)
+        outputs = run_batched(exe.run, xs, batch, on_batch=advance)[0]
+    pred = top1(outputs) if len(labels) else np.zeros(0, np.int64)
     acc = float(np.mean(pred == labels)) if len(labels) else float("nan")
-    console.print(
-        f"{args.model}: accuracy {100 * acc:.2f}% on {len(labels)} {args.dataset} "
-        f"{args.split} samples (target {args.target})"
-    )
+    console.print(f"{args.model}: accuracy {100 * acc:.2f}% on {len(labels)} {what} samples "
+                  f"(target {args.target})")
     if args.json:
-        result = {"model": args.model, "dataset": args.dataset, "split": args.split,
-                  "target": args.target, "samples": len(labels), "accuracy": acc}
+        source: dict[str, Any] = {"data": args.data} if args.data is not None else \
+            {"dataset": dataset, "split": split}
+        result = {"model": args.model, **source, "target": args.target,
+                  "samples": len(labels), "accuracy": acc,
+                  "per_class_accuracy": per_class_accuracy(pred, labels)}
         atomic_write_bytes(args.json, json.dumps(result, indent=2).encode())
     return 0

@@ -21,12 +21,13 @@ from edgenn.cli import (
     skip_demo_cmd,
     svm_demo_cmd,
     tune_cmd,
+    validate_cmd,
     vta_gemm_cmd,
 )
 from edgenn.errors import EdgennError
 
-COMMANDS = (inspect_cmd, quantize_cmd, compile_cmd, run_cmd, eval_cmd, bench_cmd, demo_cmd,
-            skip_demo_cmd, svm_demo_cmd, vta_gemm_cmd, tune_cmd)
+COMMANDS = (inspect_cmd, quantize_cmd, compile_cmd, run_cmd, validate_cmd, eval_cmd, bench_cmd,
+            demo_cmd, skip_demo_cmd, svm_demo_cmd, vta_gemm_cmd, tune_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

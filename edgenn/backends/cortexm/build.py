@@ -8,8 +8,12 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgenn.errors import ToolchainError
+
+if TYPE_CHECKING:
+    from edgenn.backends.cortexm.codegen.project import Project
 
 COMPILER = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
@@ -39,6 +43,16 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
         raise ToolchainError(f"{what} failed: {_first_error(res.stderr, cwd)}")
 
 
+def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]]) -> None:
+    """Compile (source, object, flags) jobs in parallel; the first failure raises."""
+    def compile_one(job: tuple[str, str, list[str]]) -> None:
+        src, obj, cflags = job
+        _run([cc, *cflags, "-c", src, "-o", obj], cwd, f"compiling {src}")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        list(pool.map(compile_one, jobs))
+
+
 def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: list[str],
           env_path: str | None = None) -> Path:
     """Compile ``sources`` (in ``out_dir``) and link ``model.elf``; return its path.
@@ -48,12 +62,33 @@ def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: l
     cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
     cwd = Path(out_dir)
     objects = [s[:-2] + ".o" for s in sources]
-
-    def compile_one(src_obj: tuple[str, str]) -> None:
-        src, obj = src_obj
-        _run([cc, *cflags, "-c", src, "-o", obj], cwd, f"compiling {src}")
-
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        list(pool.map(compile_one, zip(sources, objects, strict=True)))
+    _compile_all(cc, cwd, [(s, o, cflags) for s, o in zip(sources, objects, strict=True)])
     _run([cc, *ldflags, *objects, "-o", "model.elf", "-lm"], cwd, "linking model.elf")
+    return cwd / "model.elf"
+
+
+def build_project(project: Project, env_path: str | None = None) -> Path | None:
+    """Build ``libNAME.a`` and, unless the folder is library-only, ``model.elf`` (the same
+    commands as the generated Makefile); return the ELF's path (None for a library)."""
+    from edgenn.backends.cortexm.codegen.library import HOOK_MACRO
+
+    cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
+    ar = str(Path(cc).with_name(Path(cc).name[:-len("gcc")] + "ar"))
+    cwd = project.out_dir
+    cflags = project.cflags
+    lib_objs = [s[:-2] + ".o" for s in project.lib_sources]
+    jobs = [(s, o, cflags) for s, o in zip(project.lib_sources, lib_objs, strict=True)]
+    app_objs = [s[:-2] + ".o" for s in project.app_sources]
+    jobs += [(s, o, cflags) for s, o in zip(project.app_sources, app_objs, strict=True)]
+    if project.hooked:
+        hooked = f"{project.name}_hooked.o"
+        jobs.append((f"{project.name}.c", hooked, [*cflags, f"-D{HOOK_MACRO}=edgenn_mark"]))
+        app_objs.append(hooked)
+    _compile_all(cc, cwd, jobs)
+    (cwd / project.library).unlink(missing_ok=True)
+    _run([ar, "rcs", project.library, *lib_objs], cwd, f"archiving {project.library}")
+    if not project.app_sources:
+        return None
+    _run([cc, *project.ldflags, *app_objs, project.library, "-o", "model.elf", "-lm"], cwd,
+         "linking model.elf")
     return cwd / "model.elf"

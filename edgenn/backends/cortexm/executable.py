@@ -10,8 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.cortexm.build import build
-from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES, Project, generate
+from edgenn.backends.cortexm.build import build_project
+from edgenn.backends.cortexm.codegen.project import (
+    DEFAULT_NAME,
+    DEFAULT_STACK_BYTES,
+    GENERIC_BOARD,
+    Project,
+    generate,
+)
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
 from edgenn.backends.cortexm.flash_policy import (
     FlashPlan,
@@ -25,6 +31,8 @@ from edgenn.ir import Graph
 from edgenn.ir.sample import random_inputs
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
+UNICORN, QEMU = "unicorn", "qemu"
+EMULATORS = (UNICORN, QEMU)
 
 
 @dataclass(frozen=True)
@@ -58,7 +66,7 @@ class BenchResult:
     cycle_model: str | None
     sizes: dict[str, int] = field(default_factory=dict)
     skip: list[str] = field(default_factory=list)  # the skipped blocks, in block order
-    switch_cycles: int | None = None  # cost of the edgenn_set_skip_mask call (cycle model)
+    switch_cycles: int | None = None  # cost of the NAME_set_skip_mask call (cycle model)
     switch_instructions: int | None = None
     # flash not owned by one layer: "shared_kernels", "runtime", "other" (emulator/flashmap.py)
     flash_breakdown: dict[str, int] = field(default_factory=dict)
@@ -70,7 +78,7 @@ class BenchResult:
 class CortexMExecutable:
     """A graph built into firmware for one core; ``run`` and ``bench`` execute it emulated."""
 
-    def __init__(self, graph: Graph, core: Core, project: Project, elf: Path,
+    def __init__(self, graph: Graph, core: Core, project: Project, elf: Path | None,
                  tmp: tempfile.TemporaryDirectory[str] | None = None) -> None:
         self.graph = graph
         self.core = core
@@ -81,6 +89,10 @@ class CortexMExecutable:
         self._machine: Any = None
         # The configuration run() and bench() use when not told otherwise (CLI --skip).
         self.default_skip: str | Iterable[str] = frozenset()
+        # "unicorn": edgenn's cycle-model emulator (generic builds); "qemu": run() boots a real
+        # board's example application in qemu-system-arm (boards/qemu.py), bench() refuses
+        self.emulator = UNICORN
+        self.qemu_timeout = 120.0  # seconds per QEMU boot
 
     @property
     def out_dir(self) -> Path:
@@ -91,6 +103,12 @@ class CortexMExecutable:
         if self._machine is None:
             from edgenn.backends.cortexm.emulator import Machine
 
+            if self.elf is None:
+                raise EdgennError(f"{self.out_dir}: a library-only build has no application "
+                                  "to run (compile without --library-only)")
+            if self.manifest.get("board", GENERIC_BOARD) != GENERIC_BOARD:
+                raise EdgennError(f"{self.out_dir}: the cycle-model emulator runs --board "
+                                  f"generic builds; this one is for {self.manifest['board']}")
             self._machine = Machine(self.elf, self.manifest, self.core)
         return self._machine
 
@@ -124,12 +142,12 @@ class CortexMExecutable:
         return mask
 
     def set_skip(self, skip: str | Iterable[str] | None) -> Any:
-        """Call ``edgenn_set_skip_mask`` in the loaded machine; returns its CallResult
+        """Call ``NAME_set_skip_mask`` in the loaded machine; returns its CallResult
         (None for a firmware without blocks asked for the full network)."""
         mask = self.skip_mask(skip)
         if not self.blocks:
             return None
-        return self.machine.call("edgenn_set_skip_mask", mask)
+        return self.machine.call(str(self.manifest["skip_mask_symbol"]), mask)
 
     # --------------------------------------------------------------------------- running
     def run(self, *inputs: np.ndarray,
@@ -137,6 +155,8 @@ class CortexMExecutable:
         """Run arrays shaped ``[N, *external input shape]`` (one inference per item), with
         the blocks of ``skip`` skipped (a skip-capable firmware: set before the first item)."""
         internal = self._inputs(inputs)
+        if self.emulator == QEMU:
+            return self._run_qemu(internal, self.default_skip if skip is None else skip)
         self.set_skip(self.default_skip if skip is None else skip)
         n = internal[0].shape[0] if internal else 1
         outs: list[list[np.ndarray]] = [[] for _ in self.graph.outputs]
@@ -151,6 +171,9 @@ class CortexMExecutable:
               skip: str | Iterable[str] | None = None) -> BenchResult:
         """One inference of the first item of each input, with per-layer cycle counts, in the
         skip configuration ``skip`` (its switch cost is ``switch_cycles``)."""
+        if self.emulator != UNICORN:
+            raise EdgennError(f"bench counts cycles in edgenn's emulator (--emulator {UNICORN}); "
+                              f"--emulator {self.emulator} only runs: use run, eval or validate")
         internal = self._inputs(inputs)
         skip = self.default_skip if skip is None else skip
         switch = self.set_skip(skip)
@@ -178,19 +201,50 @@ class CortexMExecutable:
                              "other": fmap.other},
         )
 
+    def _run_qemu(self, internal: list[np.ndarray],
+                  skip: str | Iterable[str]) -> list[np.ndarray]:
+        """``run`` on the board's example application in qemu-system-arm."""
+        from edgenn.backends.cortexm.boards.qemu import run_in_qemu
+
+        if self.elf is None:
+            raise EdgennError(f"{self.out_dir}: a library-only build has no application to run")
+        if self.skip_mask(skip):
+            raise EdgennError(f"{self.out_dir}: the board's example application runs the full "
+                              f"network; skipping blocks needs --emulator {UNICORN}")
+        n = internal[0].shape[0] if internal else 1
+        items = [[x[i].tobytes() for x in internal] for i in range(n)]
+        results = run_in_qemu(self.elf, str(self.manifest["board"]), self.manifest, items,
+                              self.qemu_timeout)
+        return [self._to_external(name, np.stack([self._output(k, r[k]) for r in results]))
+                for k, name in enumerate(self.graph.outputs)]
+
     def flash_map(self) -> FlashMap:
         """Flash bytes per layer, shared kernels and runtime, from the ELF's symbol table
         (``emulator.flashmap.FlashMap``; no emulation needed)."""
         from edgenn.backends.cortexm.emulator.elf import ElfImage
         from edgenn.backends.cortexm.emulator.flashmap import RUNTIME_SYMBOLS, flash_map
 
+        if self.elf is None:
+            raise EdgennError(f"{self.out_dir}: a library-only build has no ELF to map")
         runtime = RUNTIME_SYMBOLS | {str(self.manifest.get(k, "")) for k in
                                      ("invoke_symbol", "mark_symbol", "main_symbol")}
+        runtime |= {str(s) for s in self.manifest.get("runtime_symbols", [])}
         return flash_map(ElfImage(self.elf), len(self.manifest["layers"]), runtime)
 
     def sizes(self) -> dict[str, int]:
-        """flash / RAM of the ELF and the arena, in bytes."""
-        s = self.machine.elf_sizes()
+        """flash / RAM of the ELF and the arena, in bytes (the arena only, for a library)."""
+        if self.elf is None:
+            return {"arena": int(self.manifest["arena_bytes"])}
+        if self.manifest.get("board", GENERIC_BOARD) == GENERIC_BOARD:
+            s = self.machine.elf_sizes()
+        else:  # a board's application: the same figures without loading the emulator
+            from edgenn.backends.cortexm.emulator.elf import ElfImage
+
+            image = ElfImage(self.elf)
+            syms = image.symbols
+            stack = ((syms["_sstack"], syms["_estack"])
+                     if "_sstack" in syms and "_estack" in syms else None)
+            s = image.sizes(stack)
         return {"flash": int(s["flash_bytes"]), "ram": int(s["ram_bytes"]),
                 "arena": int(self.manifest["arena_bytes"])}
 
@@ -233,7 +287,9 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     skip_configs: Iterable[Iterable[str]] | None = None,
                     skip_copy: bool | None = None,
                     flash_kb: float | None = None, widen: str = "auto",
-                    compact: bool | None = None) -> CortexMExecutable:
+                    compact: bool | None = None, name: str = DEFAULT_NAME,
+                    board: str = GENERIC_BOARD, library_only: bool = False,
+                    arena: str = "static", emulator: str = "unicorn") -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
@@ -245,15 +301,26 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8 weights everywhere;
     ``"all"``: widened wherever such a kernel exists). ``compact``: force compact (True) or
     fast (False) generated code; None: compact only when the fast build exceeds the budget.
+    ``name``, ``board``, ``library_only``, ``arena``: the library's name, the application
+    around it (``generic``: the emulator's; a real board's example, see ``boards``), none at
+    all, and where its arena lives (``codegen.project.generate``). The flash policy measures
+    generic static-arena builds; the final build has these settings. ``emulator``: what
+    ``run`` uses, ``"unicorn"`` (edgenn's cycle-model emulator, generic builds) or ``"qemu"``
+    (the board's example application in qemu-system-arm; needs a real ``board``).
     """
     c = core if isinstance(core, Core) else get_core(core)
+    _check_emulator(emulator, board)
     blocks: list[Any] = []
     if skippable:
         from edgenn.passes.skip import find_blocks
 
         blocks = find_blocks(graph)
 
-    def build_in(directory: str | Path | None, plan: FlashPlan) -> CortexMExecutable:
+    final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
+    measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
+
+    def build_in(directory: str | Path | None, plan: FlashPlan,
+                 settings: dict[str, Any]) -> CortexMExecutable:
         tmp = None
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
@@ -261,15 +328,15 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
                            stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
                            skip_configs=skip_configs, widened_layers=plan.widened,
-                           compact_layers=plan.compact)
-        elf = build(project.out_dir, project.sources, project.cflags, project.ldflags)
+                           compact_layers=plan.compact, **settings)
+        elf = build_project(project)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     trial: dict[FlashPlan, CortexMExecutable] = {}
 
     def measure(widened: frozenset[int], compact_layers: frozenset[int]) -> Measured:
         plan = FlashPlan(widened, compact_layers)
-        exe = trial[plan] = build_in(None, plan)
+        exe = trial[plan] = build_in(None, plan, measured)
         result = exe.bench(*_bench_inputs(graph))
         per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
                      for layer in result.layers]
@@ -279,13 +346,27 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     budget = None if flash_kb is None else int(flash_kb * 1024)
     plan = plan_widening(graph, c, measure, budget, widen, compact)
     # why: when the measured build is the final one (a temporary directory), no rebuild
-    exe = trial[plan] if out_dir is None and plan in trial else build_in(out_dir, plan)
-    if budget is not None and exe.sizes()["flash"] > budget:
+    reuse = out_dir is None and plan in trial and final == measured
+    exe = trial[plan] if reuse else build_in(out_dir, plan, final)
+    if budget is not None and exe.elf is not None and exe.sizes()["flash"] > budget:
         # why: a budget the user gave is a limit (the default one is only a target)
         raise PlanError(f"graph {graph.name!r}: the smallest firmware is "
                         f"{exe.sizes()['flash']:,} bytes of flash, more than --flash-kb "
                         f"{flash_kb:g} ({budget:,} bytes)")
+    exe.emulator = emulator
     return exe
+
+
+def _check_emulator(emulator: str, board: str) -> None:
+    """EdgennError for an unknown emulator or QEMU asked to run a generic build."""
+    if emulator not in EMULATORS:
+        raise EdgennError(f"unknown emulator {emulator!r} (known: {', '.join(EMULATORS)})")
+    if emulator == QEMU and board == GENERIC_BOARD:
+        from edgenn.backends.cortexm.boards import BOARDS
+
+        real = [b for b in BOARDS if b != GENERIC_BOARD]
+        raise EdgennError(f"--emulator {QEMU} runs a real board's example application: "
+                          f"add --board {' or '.join(real)}")
 
 
 def _bench_inputs(graph: Graph) -> list[np.ndarray]:

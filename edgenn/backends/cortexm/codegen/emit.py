@@ -6,12 +6,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from edgenn.backends.cortexm.codegen.names import c_comment
 from edgenn.backends.cortexm.kernel import CArray, KernelCall
+from edgenn.ir import Graph
 
 _PER_LINE = 24
 
 
-def _literal(v: float | int, ctype: str) -> str:
+def c_literal(v: float | int, ctype: str) -> str:
+    """One C literal of ``ctype``: floats rounded to float32 (``f`` suffix), integers in hex
+    (weights read like a hex dump; ``-0x80`` for negatives)."""
     if ctype == "float":
         f = float(np.float32(v))
         if np.isnan(f):
@@ -19,9 +23,10 @@ def _literal(v: float | int, ctype: str) -> str:
         if np.isinf(f):
             return "(1.0f/0.0f)" if f > 0 else "(-1.0f/0.0f)"
         return f"{f!r}f"
-    if ctype == "int32_t" and int(v) == -(2**31):
-        return "(-2147483647-1)"  # why: 2147483648 alone is not an int32 literal
-    return str(int(v))
+    i = int(v)
+    if ctype == "int32_t" and i == -(2**31):
+        return "(-0x7fffffff-1)"  # why: 0x80000000 alone is an unsigned int literal
+    return f"-{-i:#x}" if i < 0 else f"{i:#x}"
 
 
 def array_decl(c_name: str, arr: CArray) -> str:
@@ -30,7 +35,7 @@ def array_decl(c_name: str, arr: CArray) -> str:
     lines = []
     for start in range(0, len(vals), _PER_LINE):
         chunk = vals[start:start + _PER_LINE]
-        lines.append("    " + ",".join(_literal(v, arr.ctype) for v in chunk))
+        lines.append("    " + ",".join(c_literal(v, arr.ctype) for v in chunk))
     body = ",\n".join(lines) if lines else "    0"
     n = max(1, len(vals))
     return (f"static const {arr.ctype} {c_name}[{n}] __attribute__((aligned(4))) = {{\n"
@@ -54,3 +59,11 @@ def render(kcall: KernelCall, prefix: str, pointers: Mapping[str, str]) -> tuple
         raise ValueError(
             f"kernel {kcall.kernel_name!r}: unknown placeholder {e} in its call") from None
     return decls, call
+
+
+def layer_comment(graph: Graph, calls: list[KernelCall], i: int, indent: str = "") -> str:
+    """``/* layer i: Op 'name' -> [shape] [kernel] */`` with the untrusted name escaped."""
+    node = graph.nodes[i]
+    out_t = graph.tensor(node.outputs[0])
+    note = f"{node.op} {node.name!r} -> {list(out_t.shape)} [{calls[i].kernel_name}]"
+    return f"{indent}    /* layer {i}: {c_comment(note)} */\n"

@@ -1,9 +1,15 @@
-"""Generate the C project of a graph: model.c/.h, kernels, startup, linker script, Makefile,
-manifest.json."""
+"""Generate the C library of a graph and the application around it.
+
+The library (``NAME.h``, ``NAME.c``, the kernels it uses, ``CMakeLists.txt``, ``Makefile``,
+``libNAME.a``) is what a firmware team ships; the application (startup code, ``main.c``,
+linker script) is the emulator's harness (``--board generic``) or a real board's example
+(``boards``). ``manifest.json`` tells the tools where everything is.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -11,33 +17,46 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.analysis import node_macs
-from edgenn.backends.cortexm.codegen import templates
-from edgenn.backends.cortexm.codegen.emit import render
+from edgenn.backends.cortexm.codegen import library, templates
+from edgenn.backends.cortexm.codegen.emit import layer_comment, render
+from edgenn.backends.cortexm.codegen.library import Io, LibrarySpec
 from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name
+from edgenn.backends.cortexm.codegen.names import check_identifier
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import PlanError, ShapeError, UnsupportedOperatorError
+from edgenn.errors import EdgennError, PlanError, ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor
 from edgenn.memory import MemoryPlan
 from edgenn.utils import atomic_write_bytes
 
 C_DIR = Path(__file__).resolve().parent.parent / "c"
 DEFAULT_STACK_BYTES = 2048  # measured high-water marks are ~0.5 KiB (stack painting)
-ARENA_SYMBOL = "edgenn_arena"
+DEFAULT_NAME = "model"
+GENERIC_BOARD = "generic"
+ARENA_KINDS = ("static", "external")
 _PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
              DType.FLOAT32: "float"}
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
 @dataclass
 class Project:
-    """A generated project: where it is, its build inputs and its manifest."""
+    """A generated project: where it is, its build inputs and its manifest.
+
+    ``lib_sources`` make ``libNAME.a``; ``app_sources`` (empty in a library-only folder) plus
+    the archive make ``model.elf``; with ``hooked`` the application links its own copy of
+    ``NAME.c`` compiled with the layer hook (the emulator's per-layer cycles).
+    """
 
     out_dir: Path
     core: Core
-    sources: list[str]
+    name: str
+    lib_sources: list[str]
+    app_sources: list[str]
+    hooked: bool
     cflags: list[str]
     ldflags: list[str]
     manifest: dict[str, Any]
@@ -45,33 +64,72 @@ class Project:
     calls: list[KernelCall] = field(default_factory=list)
     skip: SkipLayout | None = None  # set when the firmware is skip-mask capable
 
-
-def _pointer(t: Tensor, offset: int) -> str:
-    ctype = _PTR_TYPE.get(t.dtype)
-    if ctype is None:
-        raise UnsupportedOperatorError(
-            f"tensor {t.name!r}: {t.dtype.value} activations are not supported on Cortex-M")
-    return f"(({ctype} *)({ARENA_SYMBOL} + {offset}))"
+    @property
+    def library(self) -> str:
+        return f"lib{self.name}.a"
 
 
-def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> list[dict[str, Any]]:
+def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...]:
     out = []
     for name in names:
         t = graph.tensor(name)
         if t.dtype not in _PTR_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
                                            "Cortex-M firmware takes int8, int16, int32 or float32")
-        out.append({"name": name, "offset": plan.offsets[name], "bytes": t.nbytes,
-                    "shape": list(t.shape), "dtype": t.dtype.value})
-    return out
+        q = t.quant
+        scale = float(q.scale[0]) if q is not None and q.axis is None else 0.0
+        zp = int(q.zero_point[0]) if q is not None and q.axis is None else 0
+        out.append(Io(name, plan.offsets[name], t.nbytes, tuple(t.shape), t.dtype.value,
+                      scale, zp))
+    return tuple(out)
+
+
+def _io_manifest(ios: Sequence[Io]) -> list[dict[str, Any]]:
+    return [{"name": io.tensor, "offset": io.offset, "bytes": io.nbytes, "shape": list(io.shape),
+             "dtype": io.dtype, "scale": io.scale, "zero_point": io.zero_point} for io in ios]
 
 
 def flags(core: Core, opt: str) -> tuple[list[str], list[str]]:
-    cflags = [*core.cflags, opt, "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+    cflags = [*core.cflags, opt, *library.C_STANDARD_FLAGS,
               "-ffunction-sections", "-fdata-sections", "-I."]
-    ldflags = [*core.cflags, opt, "-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections",
-               "-T", "linker.ld", "-Wl,-Map=model.map"]
-    return cflags, ldflags
+    return cflags, [*core.cflags, *_link_flags(opt)]
+
+
+def _link_flags(opt: str) -> list[str]:
+    return [opt, "-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections", "-T", "linker.ld",
+            "-Wl,-Map=model.map"]
+
+
+def used_files(sources: Iterable[str], c_dir: Path = C_DIR) -> tuple[list[str], list[str]]:
+    """(.c files, .h files) of the runtime that ``sources`` need: the sources themselves, the
+    headers of the same name and every header they include, transitively."""
+    c_files: list[str] = []
+    headers: list[str] = []
+    todo: list[str] = []
+    for s in sources:
+        if s.endswith(".c") and s not in c_files:
+            c_files.append(s)
+        todo.append(s)
+        if s.endswith(".c") and (c_dir / (s[:-2] + ".h")).exists():
+            todo.append(s[:-2] + ".h")
+    while todo:
+        f = todo.pop(0)
+        if f.endswith(".h"):
+            if f in headers:
+                continue
+            headers.append(f)
+        for inc in _INCLUDE.findall((c_dir / f).read_text()):
+            if (c_dir / inc).exists() and inc not in headers:
+                todo.append(inc)
+    return c_files, headers
+
+
+def _board(board: str) -> Any:
+    if board == GENERIC_BOARD:
+        return None
+    from edgenn.backends.cortexm.boards import get_board
+
+    return get_board(board)
 
 
 def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None = None,
@@ -80,24 +138,37 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              skip_configs: Iterable[Iterable[str]] | None = None,
              skip_copy: bool | None = None,
              widened_layers: frozenset[int] = frozenset(),
-             compact_layers: frozenset[int] = frozenset()) -> Project:
-    """Write the project for ``graph`` on ``core`` into ``out_dir`` (created if needed).
+             compact_layers: frozenset[int] = frozenset(),
+             name: str = DEFAULT_NAME, board: str = GENERIC_BOARD,
+             library_only: bool = False, arena: str = "static") -> Project:
+    """Write the library ``name`` for ``graph`` on ``core`` (and, unless ``library_only``, the
+    application for ``board``) into ``out_dir`` (created if needed).
 
-    With ``blocks`` (``edgenn.passes.skip.find_blocks(graph)``) the firmware is skip-mask
-    capable: ``edgenn_set_skip_mask`` selects the blocks to skip between inferences and the
-    arena is planned for every configuration in ``skip_configs`` (default: all of them).
+    ``name``: a sanitised C identifier (``names.c_identifier``); every symbol and macro of the
+    library starts with it. ``arena``: ``"static"`` (an array inside the library,
+    ``NAME_init``) or ``"external"`` (``NAME_init_with_arena``). With ``blocks``
+    (``edgenn.passes.skip.find_blocks(graph)``) the firmware is skip-mask capable:
+    ``NAME_set_skip_mask`` selects the blocks to skip between inferences and the arena is
+    planned for every configuration in ``skip_configs`` (default: all of them).
     Raises PlanError when the arena plus the stack does not fit ``ram_kb`` KiB of RAM.
     ``widened_layers``: node indices that may use kernels with pre-widened int16 weights
     (chosen by ``flash_policy``); every other layer keeps its weights int8.
     ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``).
     """
+    check_identifier(name)
+    if arena not in ARENA_KINDS:
+        raise EdgennError(f"arena {arena!r}: choose one of {', '.join(ARENA_KINDS)}")
+    board_spec = _board(board)
+    if board_spec is not None and board_spec.core != core.name:
+        raise EdgennError(f"board {board!r} has a {board_spec.core}, not a {core.name}")
     graph.validate()
-    for name in (*graph.inputs, *graph.outputs):
-        shape = graph.tensor(name).shape
+    for tname in (*graph.inputs, *graph.outputs):
+        shape = graph.tensor(tname).shape
         if shape and shape[0] != 1:
-            raise ShapeError(f"graph {graph.name!r}: {name!r} has batch {shape[0]}; "
+            raise ShapeError(f"graph {graph.name!r}: {tname!r} has batch {shape[0]}; "
                              "firmware is generated for batch 1")
-    ram_kb = core.ram_kb if ram_kb is None else int(ram_kb)
+    if ram_kb is None:
+        ram_kb = board_spec.ram_kb if board_spec is not None else core.ram_kb
     calls = []
     for i, n in enumerate(graph.nodes):
         with compact_code(i in compact_layers):
@@ -111,59 +182,76 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     else:
         plan = plan_arena(graph, [c.scratch_bytes for c in calls],
                           in_place=[i for i, c in enumerate(calls) if c.in_place])
-    arena = max(16, plan.peak_bytes)
-    if arena + stack_bytes > ram_kb * 1024:
-        raise PlanError(f"graph {graph.name!r}: arena of {arena:,} bytes plus {stack_bytes:,} "
-                        f"bytes of stack do not fit the {ram_kb} KiB ({ram_kb * 1024:,} bytes) "
-                        f"of RAM of {core.name} (--ram-kb)")
+    arena_bytes = max(16, plan.peak_bytes)
+    if arena_bytes + stack_bytes > ram_kb * 1024:
+        raise PlanError(f"graph {graph.name!r}: arena of {arena_bytes:,} bytes plus "
+                        f"{stack_bytes:,} bytes of stack do not fit the {ram_kb} KiB "
+                        f"({ram_kb * 1024:,} bytes) of RAM of {core.name} (--ram-kb)")
 
+    spec = LibrarySpec(name, graph.name, core.name, arena_bytes, arena == "static",
+                       _io(graph, graph.inputs, plan), _io(graph, graph.outputs, plan),
+                       len(graph.nodes), skip is not None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    kernel_sources: list[str] = []
-    headers: list[str] = []
     extra = [b.replacement for b in skip.blocks if b.replacement] if skip else []
-    if skip:
-        kernel_sources.append("edgenn_skip.c")
-        headers.append("edgenn_skip.h")
+    wanted: list[str] = []
     for c in [*calls, *extra]:
-        for s in c.sources:
-            h = s[:-2] + ".h" if s.endswith(".c") else s
-            if s.endswith(".c") and s not in kernel_sources:
-                kernel_sources.append(s)
-            if h not in headers:
-                headers.append(h)
-    for f in sorted(C_DIR.glob("*.h")) + [C_DIR / s for s in kernel_sources]:
-        shutil.copyfile(f, out / f.name)
+        wanted += [s for s in c.sources if s not in wanted]
+    kernel_sources, headers = used_files(wanted)
+    for f in [*headers, *kernel_sources]:
+        shutil.copyfile(C_DIR / f, out / f)
 
-    model_c = _model_c(graph, core, calls, plan, arena, headers, skip)
-    sources = ["model.c", "edgenn_mark.c", "startup.c", "main.c", *kernel_sources]
+    lib_sources = [f"{name}.c", *kernel_sources]
     cflags, ldflags = flags(core, opt)
+    files = {f"{name}.c": _model_c(graph, calls, plan, spec, headers, skip),
+             f"{name}.h": library.header(spec),
+             "CMakeLists.txt": library.cmake_lists(spec, lib_sources, opt)}
+    app_sources: list[str] = []
+    hooked = False
+    if not library_only:
+        if board_spec is None:
+            app_sources = ["main.c", "startup.c", "edgenn_mark.c"]
+            hooked = True
+            files.update({
+                "main.c": templates.harness_main(name, spec.static_arena, spec.skip_capable),
+                "startup.c": templates.STARTUP_C,
+                "edgenn_mark.c": templates.EDGENN_MARK_C,
+                "linker.ld": templates.linker_script(core, ram_kb, stack_bytes),
+            })
+        else:
+            from edgenn.backends.cortexm.boards import app_files
+
+            app = app_files(board_spec, name, {"arena": arena, "name": name,
+                                               "inputs": _io_manifest(spec.inputs),
+                                               "outputs": _io_manifest(spec.outputs)},
+                            stack_bytes)
+            files.update(app)
+            app_sources = sorted(f for f in app if f.endswith(".c"))
+    files["Makefile"] = library.makefile(spec, core.cflags, opt, lib_sources, app_sources,
+                                         hooked, _link_flags(opt))
     layers = [{"index": i, "name": n.name, "op": n.op, "macs": node_macs(graph, n),
                "kernel": c.kernel_name} for i, (n, c) in enumerate(zip(graph.nodes, calls,
                                                                         strict=True))]
-    manifest = {
-        "core": core.name, "elf": "model.elf", "arena_symbol": ARENA_SYMBOL,
-        "arena_bytes": arena, "invoke_symbol": "edgenn_invoke", "mark_symbol": "edgenn_mark",
-        "main_symbol": "main", "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
-        "inputs": _io(graph, graph.inputs, plan), "outputs": _io(graph, graph.outputs, plan),
+    manifest: dict[str, Any] = {
+        "name": name, "core": core.name, "board": board, "header": f"{name}.h",
+        "library": f"lib{name}.a", "library_only": library_only, "arena": arena,
+        "elf": None if library_only else "model.elf",
+        "arena_symbol": f"{name}_arena" if spec.static_arena else "edgenn_harness_arena",
+        "arena_bytes": arena_bytes, "init_symbol": "edgenn_harness_init",
+        "invoke_symbol": f"{name}_invoke", "mark_symbol": "edgenn_mark",
+        "main_symbol": "main", "runtime_symbols": [*spec.api_symbols, "edgenn_harness_init"],
+        "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
+        "inputs": _io_manifest(spec.inputs), "outputs": _io_manifest(spec.outputs),
         "layers": layers, "widened_layers": sorted(widened_layers),
         "compact_layers": sorted(compact_layers),
     }
     if skip is not None:
-        manifest.update(_skip_manifest(skip))
-    files = {
-        "model.c": model_c,
-        "model.h": _model_h(arena),
-        "edgenn_mark.c": templates.EDGENN_MARK_C,
-        "startup.c": templates.STARTUP_C,
-        "main.c": templates.MAIN_SKIP_C if skip else templates.MAIN_C,
-        "linker.ld": templates.linker_script(core, ram_kb, stack_bytes),
-        "Makefile": templates.makefile(cflags, ldflags, sources),
-        "manifest.json": json.dumps(manifest, indent=1) + "\n",
-    }
-    for name, text in files.items():
-        atomic_write_bytes(out / name, text.encode())
-    return Project(out, core, sources, cflags, ldflags, manifest, plan, calls, skip)
+        manifest.update(_skip_manifest(skip, name))
+    files["manifest.json"] = json.dumps(manifest, indent=1) + "\n"
+    for fname, text in files.items():
+        atomic_write_bytes(out / fname, text.encode())
+    return Project(out, core, name, lib_sources, app_sources, hooked, cflags, ldflags, manifest,
+                   plan, calls, skip)
 
 
 def config_key(config: Iterable[str]) -> str:
@@ -172,9 +260,9 @@ def config_key(config: Iterable[str]) -> str:
     return ",".join(names) if names else "full"
 
 
-def _skip_manifest(skip: SkipLayout) -> dict[str, Any]:
+def _skip_manifest(skip: SkipLayout, name: str) -> dict[str, Any]:
     return {
-        "skip_mask_symbol": "edgenn_set_skip_mask",
+        "skip_mask_symbol": f"{name}_set_skip_mask",
         "blocks": [{"name": b.name, "bit": b.bit, "layers": list(b.layers), "input": b.input,
                     "output": b.output, "skipped_as": b.mode if b.mode == "alias"
                     else b.replacement_op.lower()} for b in skip.blocks],
@@ -184,62 +272,56 @@ def _skip_manifest(skip: SkipLayout) -> dict[str, Any]:
     }
 
 
-def _model_h(arena: int) -> str:
-    return ("/* Generated by edgenn. */\n#ifndef EDGENN_MODEL_H\n#define EDGENN_MODEL_H\n\n"
-            "#include <stdint.h>\n\n"
-            f"#define EDGENN_ARENA_BYTES {arena}\n"
-            f"extern uint8_t {ARENA_SYMBOL}[EDGENN_ARENA_BYTES];\n"
-            "void edgenn_invoke(void);\nvoid edgenn_mark(uint32_t layer_index);\n\n#endif\n")
+def _pointer(t: Tensor, arena: str, offset: int) -> str:
+    ctype = _PTR_TYPE.get(t.dtype)
+    if ctype is None:
+        raise UnsupportedOperatorError(
+            f"tensor {t.name!r}: {t.dtype.value} activations are not supported on Cortex-M")
+    return f"(({ctype} *)({arena} + {offset}))"
 
 
-def _layer_pointers(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, i: int,
+def _layer_pointers(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, arena: str, i: int,
                     tensor_ptr: Any, output_ptr: Any = None) -> dict[str, str]:
     """The arena placeholders of layer ``i`` (``tensor_ptr``: tensor name -> C pointer for
     inputs; ``output_ptr`` for outputs, default the same)."""
     node, kcall = graph.nodes[i], calls[i]
     ptrs = {"scratch": "((void *)0)"}
     if kcall.scratch_bytes:
-        ptrs["scratch"] = f"((void *)({ARENA_SYMBOL} + {plan.offsets[scratch_name(i)]}))"
-    for k, name in enumerate(node.inputs):
-        if name and not graph.tensor(name).is_const:
-            ptrs[f"in{k}"] = tensor_ptr(name)
-    for k, name in enumerate(node.outputs):
-        ptrs[f"out{k}"] = (output_ptr or tensor_ptr)(name)
+        ptrs["scratch"] = f"((void *)({arena} + {plan.offsets[scratch_name(i)]}))"
+    for k, tname in enumerate(node.inputs):
+        if tname and not graph.tensor(tname).is_const:
+            ptrs[f"in{k}"] = tensor_ptr(tname)
+    for k, tname in enumerate(node.outputs):
+        ptrs[f"out{k}"] = (output_ptr or tensor_ptr)(tname)
     return ptrs
 
 
-def _model_c(graph: Graph, core: Core, calls: list[KernelCall], plan: MemoryPlan, arena: int,
+def _model_c(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, spec: LibrarySpec,
              headers: list[str], skip: SkipLayout | None = None) -> str:
-    def static(name: str) -> str:
-        return _pointer(graph.tensor(name), plan.offsets[name])
+    arena = spec.arena_expr
+
+    def static(tname: str) -> str:
+        return _pointer(graph.tensor(tname), arena, plan.offsets[tname])
 
     if skip is not None:
         decls, body = invoke_body(
             graph, calls, skip,
-            lambda i, names: _layer_pointers(graph, calls, plan, i, names.expr,
+            lambda i, names: _layer_pointers(graph, calls, plan, arena, i, names.expr,
                                              names.output_expr), static)
     else:
-        decls, body = _plain_body(graph, calls, plan, static)
-    includes = "".join(f'#include "{h}"\n' for h in headers)
-    return (f"/* Generated by edgenn for {core.name}: graph {graph.name!r}, "
-            f"{len(graph.nodes)} layers, arena {arena} bytes. */\n"
-            "#include <stddef.h>\n#include <stdint.h>\n\n#include \"model.h\"\n"
-            f"{includes}\n"
-            f"uint8_t {ARENA_SYMBOL}[EDGENN_ARENA_BYTES] __attribute__((aligned(16)));\n\n"
-            + "\n".join(decls) + "\n\nvoid edgenn_invoke(void)\n{\n" + "\n".join(body) + "\n}\n")
+        decls, body = _plain_body(graph, calls, plan, arena, static)
+    return (library.source_prologue(spec, headers) + "\n".join(decls) + "\n\n"
+            + library.invoke_function(spec, body))
 
 
-def _plain_body(graph: Graph, calls: list[KernelCall], plan: MemoryPlan,
+def _plain_body(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, arena: str,
                 static: Any) -> tuple[list[str], list[str]]:
     """Array declarations and invoke body of a firmware without skipping: one call per layer."""
     decls: list[str] = []
     body: list[str] = []
-    for i, (node, kcall) in enumerate(zip(graph.nodes, calls, strict=True)):
-        d, call = render(kcall, f"l{i}", _layer_pointers(graph, calls, plan, i, static))
+    for i, kcall in enumerate(calls):
+        d, call = render(kcall, f"l{i}", _layer_pointers(graph, calls, plan, arena, i, static))
         decls += d
-        out_t = graph.tensor(node.outputs[0])
-        note = f"{node.op} {node.name!r} -> {list(out_t.shape)} [{kcall.kernel_name}]"
-        body.append(f"    /* layer {i}: {note.replace('*/', '* /')} */\n"
-                    f"    edgenn_mark({i}u);\n    {call}")
-    body.append(f"    edgenn_mark({len(graph.nodes)}u);")
+        body.append(layer_comment(graph, calls, i) + f"    EDGENN_MODEL_MARK({i}u);\n    {call}")
+    body.append(f"    EDGENN_MODEL_MARK({len(graph.nodes)}u);")
     return decls, body

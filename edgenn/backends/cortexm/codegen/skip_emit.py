@@ -2,25 +2,25 @@
 
 Shape of the generated code::
 
-    const uint32_t mask = edgenn_get_skip_mask();   /* read once per inference */
+    const uint32_t mask = EDGENN_MODEL_SKIP_MASK();   /* read once per inference */
     int8_t *const skip_block1_out = (mask & 0x1u) ? <x's buffer> : <block output's buffer>;
     ...
     if (!(mask & 0x1u)) {            /* block1: layers 1..3 */
-        edgenn_mark(1u); conv(...);
-        edgenn_mark(2u); conv(...);
-        edgenn_mark(3u); add(...);
+        EDGENN_MODEL_MARK(1u); conv(...);
+        EDGENN_MODEL_MARK(2u); conv(...);
+        EDGENN_MODEL_MARK(3u); add(...);
     } else {                          /* skipped: the marks (and the requantize) only */
-        edgenn_mark(1u); edgenn_mark(2u);
-        edgenn_mark(3u); requant(x -> block output);
+        EDGENN_MODEL_MARK(1u); EDGENN_MODEL_MARK(2u);
+        EDGENN_MODEL_MARK(3u); requant(x -> block output);
     }
-    edgenn_mark(4u); mean(skip_block1_out, ...);   /* reads x when block1 was skipped */
+    EDGENN_MODEL_MARK(4u); mean(skip_block1_out, ...);   /* reads x when block1 was skipped */
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from edgenn.backends.cortexm.codegen.emit import render
+from edgenn.backends.cortexm.codegen.emit import layer_comment, render
 from edgenn.backends.cortexm.codegen.skip import RUN, SkipBlock, SkipLayout
 from edgenn.backends.cortexm.kernel import KernelCall
 from edgenn.ir import Graph
@@ -80,7 +80,8 @@ def invoke_body(graph: Graph, calls: list[KernelCall], layout: SkipLayout,
         if not bits:
             d, call = render(calls[i], f"l{i}", layer_ptrs(i, names))
             decls += d
-            code.append(_layer_comment(graph, calls, i) + f"    edgenn_mark({i}u);\n    {call}")
+            code.append(layer_comment(graph, calls, i)
+                        + f"    EDGENN_MODEL_MARK({i}u);\n    {call}")
             i += 1
             continue
         j = i
@@ -91,9 +92,9 @@ def invoke_body(graph: Graph, calls: list[KernelCall], layout: SkipLayout,
             d, call = render(calls[k], f"l{k}", layer_ptrs(k, names))
             decls += d
             call = call.replace("\n", "\n    ")
-            run_lines.append(_layer_comment(graph, calls, k, "    ")
-                             + f"        edgenn_mark({k}u);\n        {call}")
-            skip_lines.append(f"        edgenn_mark({k}u);")
+            run_lines.append(layer_comment(graph, calls, k, "    ")
+                             + f"        EDGENN_MODEL_MARK({k}u);\n        {call}")
+            skip_lines.append(f"        EDGENN_MODEL_MARK({k}u);")
             block = replacements.get(k)
             if block is not None:
                 d, rep = _replacement(graph, block, names, static)
@@ -110,8 +111,8 @@ def invoke_body(graph: Graph, calls: list[KernelCall], layout: SkipLayout,
                     f"    if ({_cond(bits)}) {{\n" + "\n".join(run_lines)
                     + "\n    } else {\n" + "\n".join(skip_lines) + "\n    }")
         i = j
-    code.append(f"    edgenn_mark({n}u);")
-    head = [f"    const uint32_t {MASK_VAR} = edgenn_get_skip_mask();", *names.declarations()]
+    code.append(f"    EDGENN_MODEL_MARK({n}u);")
+    head = [f"    const uint32_t {MASK_VAR} = EDGENN_MODEL_SKIP_MASK();", *names.declarations()]
     return decls, head + code
 
 
@@ -121,10 +122,3 @@ def _replacement(graph: Graph, block: SkipBlock, names: PointerNames,
     ptrs = {"scratch": "((void *)0)", "in0": names.expr(block.input),
             "out0": static(block.output)}
     return render(block.replacement, f"skip_{block.name}", ptrs)
-
-
-def _layer_comment(graph: Graph, calls: list[KernelCall], i: int, indent: str = "") -> str:
-    node = graph.nodes[i]
-    out_t = graph.tensor(node.outputs[0])
-    note = f"{node.op} {node.name!r} -> {list(out_t.shape)} [{calls[i].kernel_name}]"
-    return f"{indent}    /* layer {i}: {note.replace('*/', '* /')} */\n"

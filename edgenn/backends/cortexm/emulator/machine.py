@@ -95,6 +95,12 @@ class Machine:
             self.board.write_flash(seg.paddr, seg.data)
         self.board.set_reg("sp", initial_sp)
         self._run(vectors[1] & ~1, main, "Reset_Handler", BOOT_BUDGET)
+        init = manifest.get("init_symbol")
+        if init:  # the library's init (the emulator calls the model itself, main never runs)
+            status = self.call(str(init)).value
+            if status != 0:
+                raise EdgennError(f"firmware {self.elf.path.name}: {init}() returned status "
+                                  f"{status - (1 << 32) if status >> 31 else status}")
 
     # ----------------------------------------------------------------------------- public API
     def invoke(self, inputs: list[bytes]) -> InvokeResult:

@@ -1,0 +1,106 @@
+"""``edgenn validate MODEL --target T [--data X.npz | --random N] [--json PATH] [--limit N]``:
+run the model on a target and compare every output with the reference runtime and TFLite
+Micro (the computation is ``edgenn.validate``). Exit 1 when the target breaks the contract:
+any differing element of an integer output, or a float output beyond the tolerance."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from edgenn.api import TARGETS, compile_model, load_model
+from edgenn.cli.compile_cmd import (
+    add_device_options,
+    add_host_options,
+    add_vta_options,
+    target_options,
+)
+from edgenn.cli.console import console, progress, table
+from edgenn.errors import DataError
+from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
+
+ORACLE_NAMES = {"ref": "reference runtime", "tflm": "TFLite Micro"}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("validate", help="compare a target's outputs with the reference runtime "
+                                        "and TFLite Micro")
+    p.add_argument("model", help=".onnx or .tflite file")
+    p.add_argument("--target", required=True, choices=TARGETS)
+    data = p.add_mutually_exclusive_group()
+    data.add_argument("--data", default=None, metavar="X.npz",
+                      help="inputs as array x (one input; or arrays named after the inputs, or "
+                           "x0, x1, ...) in the model's input layout, float data quantized with "
+                           "the input's scale and zero point; optional labels y")
+    data.add_argument("--random", type=int, default=None, metavar="N",
+                      help="N seeded random inputs (the default: 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random")
+    p.add_argument("--limit", type=int, default=None, help="validate only the first N samples")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the report here")
+    add_device_options(p)
+    add_vta_options(p)
+    add_host_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgenn.ir.sample import random_inputs
+    from edgenn.utils import atomic_write_bytes
+
+    if args.random is not None and args.random < 1:
+        raise DataError(f"--random {args.random}: give at least one sample")
+    if args.limit is not None and args.limit < 1:
+        raise DataError(f"--limit {args.limit}: give at least one sample")
+    graph = load_model(args.model)
+    labels = None
+    if args.data is not None:
+        xs, labels = load_npz_data(args.data, graph)
+    else:
+        xs = random_inputs(graph, 10 if args.random is None else args.random, seed=args.seed)
+    if args.limit is not None:
+        xs = [x[: args.limit] for x in xs]
+        labels = None if labels is None else labels[: args.limit]
+    options = target_options(args)
+    exe = compile_model(graph, target=args.target, **options)
+    ref = None if args.target == "ref" else \
+        compile_model(graph, target="ref", skip=options.get("skip"))
+    emulated = args.target not in ("ref", "host")
+    with progress(f"validate on {args.target}", len(xs[0]) if xs else 0) as advance:
+        # why small batches on emulated targets: they run sample by sample; the bar moves
+        report = validate(graph, exe.run, None if ref is None else ref.run, xs,
+                          target=args.target, model_bytes=Path(args.model).read_bytes(),
+                          labels=labels, skip=options.get("skip"),
+                          batch=4 if emulated else 256, on_batch=advance)
+    report.model = args.model
+    print_report(report)
+    if args.json:
+        atomic_write_bytes(args.json, json.dumps(report.to_dict(), indent=2).encode())
+    return 0 if report.passed else 1
+
+
+def print_report(report: ValidationReport) -> None:
+    rows: list[tuple[Any, ...]] = [
+        (c.output, ORACLE_NAMES.get(c.against, c.against), f"{c.elements:,}",
+         f"{c.exact_match:.6f}", f"{c.max_abs_diff_raw:g}", f"{c.max_abs_diff:.6g}",
+         f"{c.cosine:.6f}", f"{c.top1_agreement:.4f}", "pass" if c.passed else "FAIL")
+        for c in report.comparisons
+    ]
+    rows += [("*", ORACLE_NAMES.get(k, k), why, *([""] * 5), "not run")
+             for k, why in report.notes.items()]
+    cols = ["output", "vs", "elements", "exact match", "max |diff|", "max |diff| deq",
+            "cosine", "top-1 agree", "verdict"]
+    console.print(table(f"{report.model} on {report.target}: {report.samples} samples", cols,
+                        rows, right_align_from=2))
+    for runtime, acc in report.accuracy.items():
+        console.print(f"accuracy ({ORACLE_NAMES.get(runtime, runtime)}): {100 * acc:.2f}%")
+    if not report.comparisons:
+        console.print("nothing was compared (see the table)")
+    elif report.passed:
+        console.print(f"PASS: {report.target} meets the contract (integer outputs bit-exact, "
+                      f"float within {FLOAT_TOLERANCE:g} x max(1, max |reference|))")
+    else:
+        failed = sorted({f"{c.output} vs {c.against}" for c in report.comparisons
+                         if not c.passed})
+        console.print(f"FAIL: {report.target} disagrees: {', '.join(failed)}")

@@ -1,0 +1,276 @@
+"""Validate a compiled model: run it on a target and compare every output with the reference
+runtime (``target="ref"``) and, for ``.tflite`` models, TensorFlow Lite Micro.
+
+The contract (docs/deploy.md, "Validating a target"): an integer model is bit-exact, so any
+element that differs fails; a float model passes when its largest absolute difference stays
+within :data:`FLOAT_TOLERANCE` times ``max(1, max |reference|)`` (float sums may be ordered
+differently by a C compiler). The metrics per output and comparison are the exact-match rate,
+the largest absolute difference (raw units and dequantized), the cosine similarity of the
+dequantized values and the top-1 agreement; with labels, the accuracy of each runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from edgenn.errors import DataError, EdgennError
+from edgenn.ir import DType, Graph
+
+# Float models: allowed max |target - reference|, relative to max(1, max |reference|).
+FLOAT_TOLERANCE = 1e-4
+_TFLITE_IDENT = b"TFL3"  # bytes 4..8 of a TFLite flatbuffer
+
+Runner = Callable[..., list[np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One output of the target against one oracle (``against``: "ref" or "tflm")."""
+
+    output: str
+    against: str
+    elements: int
+    exact_match: float  # fraction of elements equal
+    max_abs_diff_raw: float  # in the output's own units (int8 steps for an int8 output)
+    max_abs_diff: float  # dequantized (equal to the raw figure for a float output)
+    cosine: float  # of the dequantized values, all samples flattened together
+    top1_agreement: float  # fraction of samples whose argmax agrees
+    tolerance: float  # the allowed max_abs_diff_raw (0 for an integer output)
+    passed: bool
+
+
+@dataclass
+class ValidationReport:
+    """Everything ``edgenn validate`` prints and writes as JSON."""
+
+    model: str
+    target: str
+    samples: int
+    comparisons: list[Comparison] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)  # oracle -> why it was not compared
+    accuracy: dict[str, float] = field(default_factory=dict)  # runtime -> top-1 vs labels
+
+    @property
+    def passed(self) -> bool:
+        """True when every comparison that ran meets the contract (an oracle that did not run
+        is neither passed nor failed: it is listed in ``notes``)."""
+        return all(c.passed for c in self.comparisons)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "target": self.target, "samples": self.samples,
+                "passed": self.passed, "float_tolerance": FLOAT_TOLERANCE,
+                "comparisons": [asdict(c) for c in self.comparisons],
+                "not_compared": dict(self.notes), "accuracy": dict(self.accuracy)}
+
+
+# ------------------------------------------------------------------------------ metrics
+def dequantize(graph: Graph, name: str, values: np.ndarray) -> np.ndarray:
+    """``scale * (q - zero_point)`` for a per-tensor quantized integer tensor; float data as
+    float64 otherwise."""
+    t = graph.tensor(name)
+    if t.quant is not None and not t.quant.per_channel and t.dtype.numpy.kind in "iu":
+        return (values.astype(np.float64) - t.quant.zp) * float(t.quant.s)
+    return values.astype(np.float64)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine similarity of two flattened arrays; 1.0 when both are all zeros."""
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 or nb == 0.0:
+        return 1.0 if na == nb else 0.0
+    # why the clip: rounding may put identical vectors a hair above 1
+    return float(np.clip(np.dot(a.ravel(), b.ravel()) / (na * nb), -1.0, 1.0))
+
+
+def top1(values: np.ndarray) -> np.ndarray:
+    """argmax per sample (first axis = samples, the rest flattened)."""
+    return np.argmax(values.reshape(len(values), -1), axis=1)
+
+
+def compare_output(graph: Graph, index: int, got: np.ndarray, want: np.ndarray,
+                   against: str) -> Comparison:
+    """The metrics of output ``index`` of the target (``got``) against an oracle (``want``)."""
+    name = graph.outputs[index]
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        raise DataError(f"output {name!r}: the target gave shape {list(got.shape)}, "
+                        f"{against} gave {list(want.shape)}")
+    is_int = got.dtype.kind in "iu" and want.dtype.kind in "iu"
+    raw = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    dq_got, dq_want = dequantize(graph, name, got), dequantize(graph, name, want)
+    n = int(got.size)
+    max_raw = float(raw.max()) if n else 0.0
+    # why relative to the reference's magnitude: float rounding grows with the values' size
+    tol = 0.0 if is_int else FLOAT_TOLERANCE * max(1.0, float(np.abs(want).max()) if n else 1.0)
+    return Comparison(
+        output=name, against=against, elements=n,
+        exact_match=float(np.mean(got == want)) if n else 1.0,
+        max_abs_diff_raw=max_raw,
+        max_abs_diff=float(np.abs(dq_got - dq_want).max()) if n else 0.0,
+        cosine=cosine(dq_got, dq_want),
+        top1_agreement=float(np.mean(top1(got) == top1(want))) if len(got) else 1.0,
+        tolerance=tol,
+        passed=max_raw == 0.0 if is_int else max_raw <= tol,
+    )
+
+
+def labels_to_classes(y: np.ndarray, n: int, source: str = "labels") -> np.ndarray:
+    """Class indices [N] from integer labels [N] or one-hot / score rows [N, C]."""
+    y = np.asarray(y)
+    if len(y) != n:
+        raise DataError(f"{source}: {len(y)} labels for {n} samples")
+    if y.ndim == 1 and y.dtype.kind in "iu":
+        return y.astype(np.int64)
+    if y.ndim == 2:
+        return np.argmax(y, axis=1)
+    raise DataError(f"{source}: labels must be integers [N] or one-hot [N, C], got "
+                    f"{y.dtype.name}{list(y.shape)}")
+
+
+def accuracy(outputs: np.ndarray, classes: np.ndarray) -> float:
+    return float(np.mean(top1(outputs) == classes)) if len(classes) else float("nan")
+
+
+def per_class_accuracy(pred: np.ndarray, classes: np.ndarray) -> dict[str, float]:
+    """``{"3": 0.97, ...}``: accuracy over the samples of each label present."""
+    return {str(int(c)): float(np.mean(pred[classes == c] == c)) for c in np.unique(classes)}
+
+
+# ------------------------------------------------------------------------------ inputs
+def as_model_input(graph: Graph, index: int, x: np.ndarray, source: str) -> np.ndarray:
+    """``x`` [N, *external shape] in the input's element type: float data for a quantized
+    input is quantized with the input's scale and zero point, as TFLite Micro's QUANTIZE does
+    (``edgenn.quantize.scheme.quantize_per_tensor``, the step ``edgenn eval`` uses)."""
+    from edgenn.quantize.scheme import quantize_per_tensor
+
+    name = graph.inputs[index]
+    t = graph.tensor(name)
+    ext = graph.external_shape(name)
+    x = np.asarray(x)
+    if x.ndim != len(ext) or tuple(x.shape[1:]) != tuple(ext[1:]):
+        raise DataError(f"{source}: shape {list(x.shape)}, but model input {name!r} takes "
+                        f"[N, {', '.join(map(str, ext[1:]))}]")
+    want = t.dtype.numpy
+    if x.dtype == want:
+        return x
+    if x.dtype.kind == "f" and t.dtype in (DType.INT8, DType.INT16) and t.quant is not None \
+            and not t.quant.per_channel:
+        # why elementwise: quantizing does not depend on the layout, so the external layout
+        # is quantized as it is
+        return quantize_per_tensor(x, t.quant, t.dtype)
+    if x.dtype.kind == "f" and want.kind == "f":
+        return x.astype(want)
+    raise DataError(f"{source}: {x.dtype.name} data, but model input {name!r} is "
+                    f"{t.dtype.value} (give {t.dtype.value} or float data)")
+
+
+def load_npz_data(path: str, graph: Graph) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """The model's inputs and the optional labels ``y`` from an ``.npz``.
+
+    Inputs: ``x`` for a single-input model, else arrays named after the model's inputs (as
+    ``edgenn run`` takes them) or ``x0``, ``x1``, ... in input order. Never unpickles.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise DataError(f"{path}: not a readable .npz archive ({err})") from None
+    names = graph.inputs
+    if len(names) == 1 and "x" in arrays:
+        keys = ["x"]
+    elif all(n in arrays for n in names):
+        keys = list(names)
+    elif all(f"x{i}" in arrays for i in range(len(names))):
+        keys = [f"x{i}" for i in range(len(names))]
+    else:
+        want = "'x'" if len(names) == 1 else f"{list(names)} or x0..x{len(names) - 1}"
+        raise DataError(f"{path}: arrays {sorted(arrays)}; expected the input data as {want}")
+    xs = [as_model_input(graph, i, arrays[k], f"{path}: array {k!r}")
+          for i, k in enumerate(keys)]
+    if len({len(x) for x in xs}) > 1:
+        raise DataError(f"{path}: the inputs have different sample counts "
+                        f"{[len(x) for x in xs]}")
+    y = arrays.get("y")
+    if y is not None:
+        y = labels_to_classes(y, len(xs[0]), f"{path}: array 'y'")
+    return xs, y
+
+
+# ------------------------------------------------------------------------------ running
+def run_batched(run: Runner, xs: Sequence[np.ndarray], batch: int,
+                on_batch: Callable[[int], None] | None = None) -> list[np.ndarray]:
+    """``run(*xs)`` in slices of ``batch`` samples, outputs concatenated."""
+    from edgenn.evaluate import batches
+
+    n = len(xs[0]) if xs else 0
+    if n == 0:
+        return run(*xs)
+    parts: list[list[np.ndarray]] = []
+    for sl in batches(n, max(1, batch)):
+        parts.append(run(*(x[sl] for x in xs)))
+        if on_batch is not None:
+            on_batch(sl.stop - sl.start)
+    return [np.concatenate([p[k] for p in parts]) for k in range(len(parts[0]))]
+
+
+def is_tflite(model_bytes: bytes | None) -> bool:
+    return model_bytes is not None and model_bytes[4:8] == _TFLITE_IDENT
+
+
+def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
+                 skip: str | None) -> tuple[list[np.ndarray] | None, str | None]:
+    """TFLite Micro's outputs, or None and the one-line reason it was not run."""
+    from edgenn.oracles.tflm import tflm_run
+
+    if not is_tflite(model_bytes):
+        return None, "not a .tflite model"
+    if skip:
+        return None, "--skip changes the network TFLite Micro would run"
+    assert model_bytes is not None
+    try:
+        return tflm_run(model_bytes, *xs), None
+    except EdgennError as err:  # not installed, or it cannot load / run this model
+        return None, str(err)
+
+
+def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
+             xs: Sequence[np.ndarray], *, target: str, model_bytes: bytes | None = None,
+             labels: np.ndarray | None = None, skip: str | None = None, batch: int = 256,
+             on_batch: Callable[[int], None] | None = None) -> ValidationReport:
+    """Run ``xs`` on the target and the oracles and compare every output.
+
+    ``reference_run``: the reference runtime's ``run`` (None when the target is the reference
+    itself: that comparison would prove nothing). ``model_bytes``: the model file, for
+    TFLite Micro when it is a ``.tflite`` flatbuffer. ``on_batch`` is told how many samples
+    the target finished (a progress bar).
+    """
+    n = len(xs[0]) if xs else 0
+    if n == 0:
+        raise DataError(f"model {graph.name!r}: no samples to validate")
+    report = ValidationReport(model=graph.name, target=target, samples=n)
+    got = run_batched(target_run, xs, batch, on_batch)
+    oracles: dict[str, list[np.ndarray]] = {}
+    if reference_run is None:
+        report.notes["ref"] = "the target is the reference runtime"
+    else:
+        oracles["ref"] = run_batched(reference_run, xs, 256)
+    tflm, why = tflm_outputs(model_bytes, xs, skip)
+    if tflm is None:
+        report.notes["tflm"] = why or "not run"
+    else:
+        oracles["tflm"] = tflm
+    for against, outs in oracles.items():
+        if len(outs) != len(got):
+            raise DataError(f"{against} gave {len(outs)} outputs, the target {len(got)}")
+        report.comparisons += [compare_output(graph, k, got[k], outs[k], against)
+                               for k in range(len(got))]
+    if labels is not None:
+        report.accuracy = {"target": accuracy(got[0], labels),
+                           **{a: accuracy(o[0], labels) for a, o in oracles.items()}}
+    return report
