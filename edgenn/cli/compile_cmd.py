@@ -14,13 +14,30 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("compile", help="generate and build a bare-metal C project for a Cortex-M")
     p.add_argument("model", help="int8 .tflite (or a quantized graph)")
     p.add_argument("--target", required=True, choices=tuple(CORES))
-    p.add_argument("-o", "--output", required=True, help="directory for the C project and ELF")
+    p.add_argument("-o", "--output", required=True,
+                   help="directory for the C library (and the application's ELF)")
+    p.add_argument("--name", default=None,
+                   help="the library's name: NAME.h, NAME_init, NAME_invoke, libNAME.a "
+                        "(default: the model file's name, made a C identifier)")
+    p.add_argument("--library-only", action="store_true",
+                   help="only the library: no startup code, main or linker script")
     add_device_options(p)
     p.set_defaults(func=run)
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:
     """Options shared by every command that builds firmware."""
+    p.add_argument("--board", default="generic", metavar="BOARD",
+                   help="the application around the library: generic (the cycle-model "
+                        "emulator's, default), mps2-an386 or netduinoplus2 (an example "
+                        "application for that board, run in qemu-system-arm)")
+    p.add_argument("--emulator", choices=("unicorn", "qemu"), default=None,
+                   help="where run / eval / validate execute the firmware: unicorn (the "
+                        "cycle-model emulator, for --board generic) or qemu (a real board's "
+                        "model; the default for mps2-an386 and netduinoplus2)")
+    p.add_argument("--arena", choices=("static", "external"), default="static",
+                   help="static: the library owns its arena (NAME_init); external: you pass "
+                        "it in (NAME_init_with_arena)")
     p.add_argument("--ram-kb", type=int, default=None,
                    help="device RAM in KiB (default: the core's reference board)")
     p.add_argument("--opt", default="-O2", help="optimisation flag for arm-none-eabi-gcc")
@@ -101,9 +118,14 @@ def host_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"ram_kb": getattr(args, "ram_kb", None), "opt": getattr(args, "opt", "-O2"),
-            "flash_kb": getattr(args, "flash_kb", None),
-            **fusion_settings(args)}
+    options = {"ram_kb": getattr(args, "ram_kb", None), "opt": getattr(args, "opt", "-O2"),
+               "flash_kb": getattr(args, "flash_kb", None),
+               "board": getattr(args, "board", "generic"),
+               "arena": getattr(args, "arena", "static"),
+               **fusion_settings(args)}
+    if getattr(args, "emulator", None) is not None:
+        options["emulator"] = args.emulator
+    return options
 
 
 def fusion_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -133,13 +155,27 @@ def target_options(args: argparse.Namespace) -> dict[str, Any]:
     return device_options(args)
 
 
+def library_name(args: argparse.Namespace) -> str:
+    """``--name`` or the model file's stem, as a C identifier (names from files are untrusted)."""
+    from pathlib import Path
+
+    from edgenn.backends.cortexm.codegen.names import c_identifier
+
+    return c_identifier(args.name if args.name is not None else Path(args.model).stem)
+
+
 def run(args: argparse.Namespace) -> int:
     graph = load_model(args.model)
-    exe = compile_model(graph, target=args.target, out_dir=args.output, **device_options(args))
-    sizes = exe.sizes() if hasattr(exe, "sizes") else {}
-    console.print(f"built {args.output} for {args.target}: " + ", ".join(
+    name = library_name(args)
+    exe = compile_model(graph, target=args.target, out_dir=args.output, name=name,
+                        library_only=args.library_only, **device_options(args))
+    sizes = exe.sizes()
+    what = f"library lib{name}.a ({name}.h)" + ("" if args.library_only else " and model.elf")
+    console.print(f"built {what} in {args.output} for {args.target}: " + ", ".join(
         f"{k} {v:,} B" for k, v in sizes.items()))
-    if hasattr(exe, "flash_map"):
+    if args.name is not None and name != args.name:
+        console.print(f"--name {args.name!r} is not a C identifier: the library is {name!r}")
+    if exe.elf is not None and exe.manifest.get("board", "generic") == "generic":
         print_layer_flash(exe)
     return 0
 

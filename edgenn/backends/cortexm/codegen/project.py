@@ -188,7 +188,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
                         f"{stack_bytes:,} bytes of stack do not fit the {ram_kb} KiB "
                         f"({ram_kb * 1024:,} bytes) of RAM of {core.name} (--ram-kb)")
 
-    spec = LibrarySpec(name, graph.name, core.name, arena_bytes, arena == "static",
+    # why the last path component: graph names are often the model's path on the build host
+    model_name = re.split(r"[\\/]", graph.name)[-1] or graph.name
+    spec = LibrarySpec(name, model_name, core.name, arena_bytes, arena == "static",
                        _io(graph, graph.inputs, plan), _io(graph, graph.outputs, plan),
                        len(graph.nodes), skip is not None)
     out = Path(out_dir)

@@ -70,7 +70,10 @@ class Machine:
         self._invoke = sym(manifest.get("invoke_symbol", "edgenn_invoke"))
         self._arena = sym(manifest.get("arena_symbol", "edgenn_arena"))
         main = sym(manifest.get("main_symbol", "main"))
-        mark = sym(manifest.get("mark_symbol", "edgenn_mark"))
+        # why optional: an application built without the layer hook has no marks (whole
+        # inferences are still counted)
+        mark_name = manifest.get("mark_symbol", "edgenn_mark")
+        mark = sym(mark_name) if mark_name else None
         self._n_layers = len(manifest.get("layers", []))
 
         flash_end = max((s.paddr + len(s.data) for s in self.elf.segments
@@ -83,7 +86,8 @@ class Machine:
         ram_end = max([self._estack] + [s.paddr + s.memsz for s in self.elf.segments
                                         if s.paddr >= RAM_BASE])
         watch = {addr: WATCH_FAULT for addr in self._fault_handlers(vectors)}
-        watch[mark] = WATCH_MARK
+        if mark is not None:
+            watch[mark] = WATCH_MARK
         self.board = Board(
             core,
             flash_bytes=max(core.flash_kb * 1024, round_up(flash_end)),
