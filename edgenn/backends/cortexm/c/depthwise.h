@@ -13,63 +13,29 @@
 
 #include "fast_simd.h"
 
-#if FAST_HAVE_DSP
+/* the halfword multiply-accumulates (SMLAxy), SXTB16 ROR #8 and SMMLA of edgenn_acle.h */
 FAST_INLINE int32_t dwk_smlabb(uint32_t x, uint32_t w, int32_t a)
 {
-    return __smlabb((int32_t)x, (int32_t)w, a);
+    return edgenn_smlabb((int32_t)x, (int32_t)w, a);
 }
 FAST_INLINE int32_t dwk_smlabt(uint32_t x, uint32_t w, int32_t a)
 {
-    return __smlabt((int32_t)x, (int32_t)w, a);
+    return edgenn_smlabt((int32_t)x, (int32_t)w, a);
 }
 FAST_INLINE int32_t dwk_smlatb(uint32_t x, uint32_t w, int32_t a)
 {
-    return __smlatb((int32_t)x, (int32_t)w, a);
+    return edgenn_smlatb((int32_t)x, (int32_t)w, a);
 }
 FAST_INLINE int32_t dwk_smlatt(uint32_t x, uint32_t w, int32_t a)
 {
-    return __smlatt((int32_t)x, (int32_t)w, a);
+    return edgenn_smlatt((int32_t)x, (int32_t)w, a);
 }
-/* sign-extend bytes 1 and 3: SXTB16 with its ROR #8 (gcc does not fuse the rotate) */
-FAST_INLINE uint32_t dwk_sxtb16_ror8(uint32_t x)
-{
-    uint32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-/* (ra << 32 + a * b) >> 32, truncating: one instruction, no ACLE intrinsic */
+FAST_INLINE uint32_t dwk_sxtb16_ror8(uint32_t x) { return edgenn_sxtb16_ror8(x); }
+/* (ra << 32 + a * b) >> 32, truncating */
 FAST_INLINE int32_t dwk_smmla(int32_t a, int32_t b, int32_t ra)
 {
-    int32_t r;
-    __asm__("smmla %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
-    return r;
+    return edgenn_smmla(a, b, ra);
 }
-#else
-FAST_INLINE int32_t dwk_lo(uint32_t v) { return (int32_t)(int16_t)(v & 0xFFFFu); }
-FAST_INLINE int32_t dwk_hi(uint32_t v) { return (int32_t)(int16_t)(v >> 16); }
-/* the products wrap into the accumulator as the core does */
-FAST_INLINE int32_t dwk_smlabb(uint32_t x, uint32_t w, int32_t a)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)(dwk_lo(x) * dwk_lo(w)));
-}
-FAST_INLINE int32_t dwk_smlabt(uint32_t x, uint32_t w, int32_t a)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)(dwk_lo(x) * dwk_hi(w)));
-}
-FAST_INLINE int32_t dwk_smlatb(uint32_t x, uint32_t w, int32_t a)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)(dwk_hi(x) * dwk_lo(w)));
-}
-FAST_INLINE int32_t dwk_smlatt(uint32_t x, uint32_t w, int32_t a)
-{
-    return (int32_t)((uint32_t)a + (uint32_t)(dwk_hi(x) * dwk_hi(w)));
-}
-FAST_INLINE uint32_t dwk_sxtb16_ror8(uint32_t x) { return fast_sxtb16_ror8(x); }
-FAST_INLINE int32_t dwk_smmla(int32_t a, int32_t b, int32_t ra)
-{
-    return (int32_t)((((int64_t)ra * 4294967296LL) + (int64_t)a * b) >> 32);
-}
-#endif
 
 /* two adjacent int16 plane entries (the first in the low half); p is 4-byte aligned */
 FAST_INLINE uint32_t dwk_pair(const int16_t *p)

@@ -92,10 +92,10 @@ EDGENN_S16_INLINE void edgenn_s16_dot64x2(const int16_t *x, const int8_t *w0, co
     for (; i + 4 <= n; i += 4) {
         const uint32_t x01 = edgenn_s16_load32(x + i), x23 = edgenn_s16_load32(x + i + 2);
         const uint32_t p = edgenn_s16_load32(w0 + i), q = edgenn_s16_load32(w1 + i);
-        s0 = __smlald(x01, fast_sxtb16(p), s0);
-        s1 = __smlald(x01, fast_sxtb16(q), s1);
-        s0 = __smlald(x23, fast_sxtb16_ror8(p), s0);
-        s1 = __smlald(x23, fast_sxtb16_ror8(q), s1);
+        s0 = edgenn_smlald(x01, fast_sxtb16(p), s0);
+        s1 = edgenn_smlald(x01, fast_sxtb16(q), s1);
+        s0 = edgenn_smlald(x23, fast_sxtb16_ror8(p), s0);
+        s1 = edgenn_smlald(x23, fast_sxtb16_ror8(q), s1);
     }
     for (; i < n; i++) {
         s0 += (int32_t)x[i] * (int32_t)w0[i];

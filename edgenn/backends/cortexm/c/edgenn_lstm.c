@@ -132,8 +132,8 @@ static int64_t dot64(const int8_t *w, const int16_t *v, int32_t n_pad, int64_t a
 {
     for (int32_t k = 0; k < n_pad; k += 4) {
         const uint32_t wv = fast_load32(w + k);
-        acc = __smlald(fast_sxtb16(wv), fast_load32(v + k), acc);
-        acc = __smlald(fast_sxtb16_ror8(wv), fast_load32(v + k + 2), acc);
+        acc = edgenn_smlald(fast_sxtb16(wv), fast_load32(v + k), acc);
+        acc = edgenn_smlald(fast_sxtb16_ror8(wv), fast_load32(v + k + 2), acc);
     }
     return acc;
 }

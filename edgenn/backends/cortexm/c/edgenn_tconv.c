@@ -43,24 +43,14 @@ static int32_t tconv_taps(int32_t *taps, int32_t oy, int32_t ox, int32_t in_h, i
 }
 
 /* (x0 + a0, x2 + a1) and (x1 + a0, x3 + a1) of the bytes x0..x3 of x, a = (a0, a1) */
-#if EDGENN_HAVE_DSP
 static inline __attribute__((always_inline)) uint32_t sxtab16_lo(uint32_t a, uint32_t x)
 {
-    return __sxtab16(a, x);
+    return edgenn_sxtab16(a, x);
 }
 static inline __attribute__((always_inline)) uint32_t sxtab16_hi(uint32_t a, uint32_t x)
 {
-    uint32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
-    return r;
+    return edgenn_sxtab16_ror8(a, x);
 }
-#else
-static inline uint32_t sxtab16_lo(uint32_t a, uint32_t x) { return __sxtab16(a, x); }
-static inline uint32_t sxtab16_hi(uint32_t a, uint32_t x)
-{
-    return __sxtab16(a, (x >> 8) | (x << 24));
-}
-#endif
 
 /* sum of (x[i] - in_zp) * w[i] added to acc (wrapping int32); nzp2 = (-in_zp, -in_zp) */
 static inline __attribute__((always_inline)) int32_t dot_s8(const int8_t *x, const int8_t *w,

@@ -43,16 +43,13 @@ FAST_INLINE int32_t ews_mul_one(int32_t p, int32_t m, int32_t c)
     return r + (p >> 31);
 }
 
-/* SSAT(x ASR k, 8); k must be a compile-time constant on the target (an immediate). */
+/* V = SSAT(x ASR k, 8); k must be a compile-time constant on the target (an immediate).
+ * why a statement, not an expression: an asm result needs a statement expression otherwise,
+ * which ISO C lacks. */
 #if FAST_HAVE_DSP
-#define EWS_SSAT_ASR(x, k)                                                            \
-    __extension__({                                                                   \
-        int32_t ews_r_;                                                               \
-        __asm__("ssat %0, #8, %1, asr %2" : "=r"(ews_r_) : "r"(x), "I"(k));           \
-        ews_r_;                                                                       \
-    })
+#define EWS_SSAT_ASR(V, x, k) __asm__("ssat %0, #8, %1, asr %2" : "=r"(V) : "r"(x), "I"(k))
 #else
-#define EWS_SSAT_ASR(x, k) fast_ssat8((int32_t)(x) >> (k))
+#define EWS_SSAT_ASR(V, x, k) ((V) = fast_ssat8((int32_t)(x) >> (k)))
 #endif
 
 FAST_INLINE int32_t ews_clamp(int32_t v, int32_t lo, int32_t hi)
@@ -199,10 +196,10 @@ FAST_INLINE int32_t ews_clamp(int32_t v, int32_t lo, int32_t hi)
             int32_t b0 = ews_b[0], b1 = ews_b[1], b2 = ews_b[2], b3 = ews_b[3];            \
             a0 = (TA)[a0]; a1 = (TA)[a1]; a2 = (TA)[a2]; a3 = (TA)[a3];                    \
             b0 = (TB)[b0]; b1 = (TB)[b1]; b2 = (TB)[b2]; b3 = (TB)[b3];                    \
-            int32_t v0 = EWS_SSAT_ASR(EWS_COMB(MUL, a0, b0, M, C), K);                        \
-            int32_t v1 = EWS_SSAT_ASR(EWS_COMB(MUL, a1, b1, M, C), K);                        \
-            int32_t v2 = EWS_SSAT_ASR(EWS_COMB(MUL, a2, b2, M, C), K);                        \
-            int32_t v3 = EWS_SSAT_ASR(EWS_COMB(MUL, a3, b3, M, C), K);                        \
+            int32_t v0; EWS_SSAT_ASR(v0, EWS_COMB(MUL, a0, b0, M, C), K);                   \
+            int32_t v1; EWS_SSAT_ASR(v1, EWS_COMB(MUL, a1, b1, M, C), K);                   \
+            int32_t v2; EWS_SSAT_ASR(v2, EWS_COMB(MUL, a2, b2, M, C), K);                   \
+            int32_t v3; EWS_SSAT_ASR(v3, EWS_COMB(MUL, a3, b3, M, C), K);                   \
             if (ACT) {                                                                     \
                 v0 = ews_clamp(v0, LO, HI); v1 = ews_clamp(v1, LO, HI);                    \
                 v2 = ews_clamp(v2, LO, HI); v3 = ews_clamp(v3, LO, HI);                    \
@@ -213,7 +210,7 @@ FAST_INLINE int32_t ews_clamp(int32_t v, int32_t lo, int32_t hi)
         }                                                                                  \
         for (; ews_n > 0; ews_n--) {                                                       \
             int32_t x = (TA)[*ews_a++], y = (TB)[*ews_b++];                                \
-            int32_t v = EWS_SSAT_ASR(EWS_COMB(MUL, x, y, M, C), K);                              \
+            int32_t v; EWS_SSAT_ASR(v, EWS_COMB(MUL, x, y, M, C), K);                         \
             if (ACT) {                                                                     \
                 v = ews_clamp(v, LO, HI);                                                  \
             }                                                                              \

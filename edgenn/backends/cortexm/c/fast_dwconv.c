@@ -4,28 +4,15 @@
 
 #include "fast_simd.h"
 
-#if FAST_HAVE_DSP
+/* low (high) halfwords multiplied and added (SMLABB / SMLATT) */
 FAST_INLINE int32_t dw_smlabb(uint32_t x, uint32_t w, int32_t acc)
 {
-    return __smlabb((int32_t)x, (int32_t)w, acc);
+    return edgenn_smlabb((int32_t)x, (int32_t)w, acc);
 }
 FAST_INLINE int32_t dw_smlatt(uint32_t x, uint32_t w, int32_t acc)
 {
-    return __smlatt((int32_t)x, (int32_t)w, acc);
+    return edgenn_smlatt((int32_t)x, (int32_t)w, acc);
 }
-#else
-/* low (high) halfwords multiplied and added, wrapping as the core does */
-FAST_INLINE int32_t dw_smlabb(uint32_t x, uint32_t w, int32_t acc)
-{
-    int32_t p = (int32_t)(int16_t)(x & 0xFFFFu) * (int32_t)(int16_t)(w & 0xFFFFu);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
-}
-FAST_INLINE int32_t dw_smlatt(uint32_t x, uint32_t w, int32_t acc)
-{
-    int32_t p = (int32_t)(int16_t)(x >> 16) * (int32_t)(int16_t)(w >> 16);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
-}
-#endif
 
 /* one tap of 4 channels: xw holds the input bytes of channels c..c+3 */
 FAST_INLINE void dw_tap(uint32_t xw, const uint32_t *wp, int32_t *a)

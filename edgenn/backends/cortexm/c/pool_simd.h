@@ -34,27 +34,12 @@ void pool_simd_avg_s8(const int8_t *in, int8_t *out, int32_t *sums, int32_t in_h
  * H and W, expanded in a function generated per layer so that the channel count, tap count
  * and the division / requantization constants are immediates -- */
 
-#if FAST_HAVE_DSP
-FAST_INLINE uint32_t ps_sxtab16(uint32_t acc, uint32_t x) { return __sxtab16(acc, x); }
-/* SXTAB16 with its ROR #8 operand: gcc emits a separate ROR for the ACLE form */
+FAST_INLINE uint32_t ps_sxtab16(uint32_t acc, uint32_t x) { return edgenn_sxtab16(acc, x); }
+/* SXTAB16 with its ROR #8 operand on DSP cores (gcc emits a separate ROR for the ACLE form) */
 FAST_INLINE uint32_t ps_sxtab16_ror8(uint32_t acc, uint32_t x)
 {
-    uint32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(acc), "r"(x));
-    return r;
+    return edgenn_sxtab16_ror8(acc, x);
 }
-#else
-FAST_INLINE uint32_t ps_sxtab16(uint32_t acc, uint32_t x)
-{
-    uint32_t lo = (acc + (uint32_t)(int32_t)(int8_t)(x & 0xFFu)) & 0xFFFFu;
-    uint32_t hi = ((acc >> 16) + (uint32_t)(int32_t)(int8_t)((x >> 16) & 0xFFu)) & 0xFFFFu;
-    return lo | (hi << 16);
-}
-FAST_INLINE uint32_t ps_sxtab16_ror8(uint32_t acc, uint32_t x)
-{
-    return ps_sxtab16(acc, (x >> 8) | (x << 24));
-}
-#endif
 
 /* four words at p + off, p + off + 4, ...: back to back, so the loads pipeline (gcc would
  * spread them between the SXTAB16s, 2 cycles each); off is a constant below 4084 */
