@@ -23,10 +23,11 @@ $(VENV)/.stamp-test: pyproject.toml $(VENV)/.stamp-base
 # Debian packages: the Arm bare-metal toolchain with newlib (Cortex-M backend),
 # Fashion-MNIST's IDX files (IDX loader tests), the host C compiler (host kernels, SVM trainer)
 # PostgreSQL (the shared tuning database; tests start a throwaway server), and the aarch64
-# cross compiler with qemu user mode (the NEON host kernels are tested under emulation).
+# cross compiler with qemu user mode (the NEON host kernels are tested under emulation), and
+# qemu-system-arm (Cortex-M boards: the example applications boot on mps2-an386, netduinoplus2).
 # Root on the target machines.
 DEBS := gcc-arm-none-eabi libnewlib-arm-none-eabi dataset-fashion-mnist gcc postgresql \
-        gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
+        gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static qemu-system-arm
 debs:
 	@dpkg -s $(DEBS) >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBS); }

@@ -129,7 +129,8 @@ def test_bench_other_cores_report_instructions_not_cycles(tmp_path: Path) -> Non
 def test_compile_writes_a_project_and_rejects_a_too_small_ram(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compile", str(CONV2), "--target", "cortex-m4", "-o", str(tmp_path / "fw")]) == 0
-    assert {"model.c", "Makefile", "linker.ld", "manifest.json"} <= {
+    assert {"conv2_int8.c", "conv2_int8.h", "libconv2_int8.a", "CMakeLists.txt", "Makefile",
+            "linker.ld", "manifest.json"} <= {
         p.name for p in (tmp_path / "fw").iterdir()}
     err = _error_line(capsys, ["compile", str(CONV2), "--target", "cortex-m4", "--ram-kb", "16",
                                "-o", str(tmp_path / "small")])

@@ -172,8 +172,9 @@ class CortexMExecutable:
         """One inference of the first item of each input, with per-layer cycle counts, in the
         skip configuration ``skip`` (its switch cost is ``switch_cycles``)."""
         if self.emulator != UNICORN:
-            raise EdgennError(f"bench counts cycles in edgenn's emulator (--emulator {UNICORN}); "
-                              f"--emulator {self.emulator} only runs: use run, eval or validate")
+            raise EdgennError(f"bench counts cycles in edgenn's emulator (--board generic "
+                              f"--emulator {UNICORN}); --emulator {self.emulator} only runs: "
+                              "use run, eval or validate")
         internal = self._inputs(inputs)
         skip = self.default_skip if skip is None else skip
         switch = self.set_skip(skip)
@@ -289,7 +290,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     flash_kb: float | None = None, widen: str = "auto",
                     compact: bool | None = None, name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
-                    arena: str = "static", emulator: str = "unicorn") -> CortexMExecutable:
+                    arena: str = "static", emulator: str | None = None) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
@@ -306,10 +307,11 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     all, and where its arena lives (``codegen.project.generate``). The flash policy measures
     generic static-arena builds; the final build has these settings. ``emulator``: what
     ``run`` uses, ``"unicorn"`` (edgenn's cycle-model emulator, generic builds) or ``"qemu"``
-    (the board's example application in qemu-system-arm; needs a real ``board``).
+    (the board's example application in qemu-system-arm; needs a real ``board``); default:
+    unicorn for the generic board, qemu for a real one.
     """
     c = core if isinstance(core, Core) else get_core(core)
-    _check_emulator(emulator, board)
+    emulator = _check_emulator(emulator, board)
     blocks: list[Any] = []
     if skippable:
         from edgenn.passes.skip import find_blocks
@@ -357,8 +359,11 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     return exe
 
 
-def _check_emulator(emulator: str, board: str) -> None:
-    """EdgennError for an unknown emulator or QEMU asked to run a generic build."""
+def _check_emulator(emulator: str | None, board: str) -> str:
+    """The emulator ``run`` uses (None: the board's default); EdgennError for an unknown one
+    or QEMU asked to run a generic build."""
+    if emulator is None:
+        return UNICORN if board == GENERIC_BOARD else QEMU
     if emulator not in EMULATORS:
         raise EdgennError(f"unknown emulator {emulator!r} (known: {', '.join(EMULATORS)})")
     if emulator == QEMU and board == GENERIC_BOARD:
@@ -367,6 +372,7 @@ def _check_emulator(emulator: str, board: str) -> None:
         real = [b for b in BOARDS if b != GENERIC_BOARD]
         raise EdgennError(f"--emulator {QEMU} runs a real board's example application: "
                           f"add --board {' or '.join(real)}")
+    return emulator
 
 
 def _bench_inputs(graph: Graph) -> list[np.ndarray]:
