@@ -17,7 +17,8 @@ needs_arm_gcc = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
 @needs_arm_gcc
 def test_svm_demo_learns_new_classes_on_the_emulated_device(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    assert main(["svm-demo", "--steps", "2", "--capacity", "60", "--out", str(out)]) == 0
+    assert main(["svm-demo", "--steps", "2", "--capacity", "60", "--device-test", "100",
+                 "--out", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     before, after = report["steps"][0], report["steps"][-1]
     assert report["known"] == [0, 1, 2, 3, 4] and report["new"] == [5, 6, 7, 8, 9]

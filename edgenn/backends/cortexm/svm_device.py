@@ -132,14 +132,19 @@ class SvmDevice:
         self.core = get_core(core)
         self._tmp = tempfile.TemporaryDirectory(prefix="edgenn-svm-") if out_dir is None else None
         where = Path(self._tmp.name) if self._tmp is not None else Path(out_dir)  # type: ignore[arg-type]
-        self.project: SvmProject = generate_svm(self.config, self.core, where, w=w, b=b,
-                                                ram_kb=ram_kb, opt=opt, stack_bytes=stack_bytes)
+        self.project: SvmProject = self._generate(where, w=w, b=b, ram_kb=ram_kb, opt=opt,
+                                                  stack_bytes=stack_bytes)
         self.config = self.project.config  # with the kernel memo decided for the RAM
         self.elf = build(where, self.project.sources, self.project.cflags, self.project.ldflags)
         self.machine = Machine(self.elf, self.project.manifest, self.core,
                                max_instructions=4_000_000_000)
         self._stack_used = 0
         self._io = {o["name"]: o for o in self.project.manifest["outputs"]}
+
+    def _generate(self, out_dir: Path, **options: Any) -> SvmProject:
+        """Write the firmware project (``generate_svm``'s keyword ``options``); subclasses
+        add to the firmware (e.g. :mod:`edgenn.backends.cortexm.svm_cnn_device`)."""
+        return generate_svm(self.config, self.core, out_dir, **options)
 
     # ------------------------------------------------------------------ data in and out
     @property
