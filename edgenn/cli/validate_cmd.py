@@ -74,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
                           labels=labels, skip=options.get("skip"),
                           batch=4 if emulated else 256, on_batch=advance)
     report.model = args.model
+    board = options.get("board", "generic")
+    if board != "generic":  # say where it ran: the board's application in QEMU
+        report.target = f"{args.target} ({board}, {getattr(exe, 'emulator', 'qemu')})"
     print_report(report)
     if args.json:
         atomic_write_bytes(args.json, json.dumps(report.to_dict(), indent=2).encode())

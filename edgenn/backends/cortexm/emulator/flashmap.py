@@ -4,11 +4,12 @@ The code generator names everything that belongs to one layer ``l<i>_<name>``: i
 arrays (``l3_w``, ``l3_quant``) and its generated functions (``KernelCall.code``, ``@P@`` ->
 ``l3``; gcc clones such as ``l3_conv.constprop.0`` keep the prefix). Their ``st_size`` is the
 layer's flash. Kernel functions shared between layers (``edgenn_conv_dsp_s8``, libc's memcpy)
-are counted once, in ``shared_kernels``; the start-up code, vector table and ``edgenn_invoke``
-are ``runtime``; what no sized symbol covers (alignment padding, exception tables) is ``other``.
+are counted once, in ``shared_kernels``; the start-up code, vector table and the library API
+(``NAME_invoke``, ...) are ``runtime``; what no sized symbol covers (alignment padding,
+exception tables) is ``other``.
 So ``sum(layers) + shared_kernels + runtime + other == total`` (text + rodata + data).
 
-Per-layer code that gcc inlines into ``edgenn_invoke`` is counted there (runtime), not in the
+Per-layer code that gcc inlines into ``NAME_invoke`` is counted there (runtime), not in the
 layer: the symbol table only sees functions that survive as functions.
 """
 

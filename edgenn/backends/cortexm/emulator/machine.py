@@ -1,17 +1,18 @@
-"""A loaded firmware ELF that runs ``edgenn_invoke`` on demand, counting instructions and cycles.
+"""A loaded firmware ELF that runs ``NAME_invoke`` on demand, counting instructions and cycles.
 
 Life cycle: ``Machine(elf, manifest, core)`` maps flash at 0x00000000 and RAM at 0x20000000,
 loads the PT_LOAD segments, takes SP and the reset vector from the vector table and runs
-Reset_Handler (.data copy, .bss zeroing) until PC == main. Each :meth:`Machine.invoke` then
-writes the inputs into the arena, paints the stack, calls ``edgenn_invoke`` with LR = a trap
-address and runs until it returns there. One Machine serves any number of invokes; the block
+Reset_Handler (.data copy, .bss zeroing) until PC == main, then the manifest's "init_symbol".
+Each :meth:`Machine.invoke` then writes the inputs into the arena, paints the stack, calls
+``NAME_invoke`` (manifest "invoke_symbol") with LR = a trap address and runs until it returns
+there. One Machine serves any number of invokes; the block
 price cache persists across them.
 
 Layer attribution: ``edgenn_mark(i)`` is called just before layer i and ``edgenn_mark(n)``
 after the last layer. Layer i is charged with everything from the entry of ``edgenn_mark(i)``
 up to the entry of ``edgenn_mark(i + 1)``: the mark function's own body and return, the layer's
 kernel, and the argument set-up and BL of the next mark call. What runs before the first mark
-(the prologue of edgenn_invoke) and from the final mark on (its body, the epilogue, the return)
+(the prologue of NAME_invoke) and from the final mark on (its body, the epilogue, the return)
 is in the totals only, so ``sum(layer_cycles) <= cycles``.
 """
 
@@ -44,7 +45,7 @@ class InvokeResult:
     cycles: int | None  # None unless the core has the cycle model (Core.cycle_model)
     layer_cycles: list[int]  # zeros when cycles is None
     layer_instructions: list[int]
-    stack_bytes: int  # stack high-water mark of edgenn_invoke (painted-region scan)
+    stack_bytes: int  # stack high-water mark of NAME_invoke (painted-region scan)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Machine:
     def call(self, symbol: str, *args: int) -> CallResult:
         """Call the firmware function ``symbol`` with up to four integer arguments (r0-r3,
         AAPCS) on a fresh stack and run it until it returns; e.g.
-        ``call("edgenn_set_skip_mask", 2)``. The cost counts from its first instruction to
+        ``call("model_set_skip_mask", 2)``. The cost counts from its first instruction to
         its return (the caller's argument set-up and BL are not included)."""
         if len(args) > 4:
             raise EdgennError(f"{symbol}: at most 4 register arguments, got {len(args)}")
