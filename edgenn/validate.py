@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.data.npz import read_npz
 from edgenn.errors import DataError, EdgennError
 from edgenn.ir import DType, Graph
 
@@ -174,13 +175,7 @@ def load_npz_data(path: str, graph: Graph) -> tuple[list[np.ndarray], np.ndarray
     Inputs: ``x`` for a single-input model, else arrays named after the model's inputs (as
     ``edgenn run`` takes them) or ``x0``, ``x1``, ... in input order. Never unpickles.
     """
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except (ValueError, OSError, EOFError) as err:
-        raise DataError(f"{path}: not a readable .npz archive ({err})") from None
+    arrays = read_npz(path)
     names = graph.inputs
     if len(names) == 1 and "x" in arrays:
         keys = ["x"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgenn.data.npz import read_npz
 from edgenn.errors import DataError
 from edgenn.utils import atomic_write_bytes
 
@@ -32,13 +33,7 @@ def load_inputs(paths: list[str], names: tuple[str, ...]) -> list[np.ndarray]:
     input order, or one ``.npz`` whose arrays are named after the inputs. Never unpickles."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
         path = paths[0]
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in z.files}
-        except FileNotFoundError:
-            raise DataError(f"{path}: no such file") from None
-        except (ValueError, OSError, EOFError) as err:
-            raise DataError(f"{path}: not a readable .npz archive ({err})") from None
+        arrays = read_npz(path)
         missing = [n for n in names if n not in arrays]
         extra = sorted(set(arrays) - set(names))
         if missing or extra:

@@ -11,30 +11,36 @@ import numpy as np
 from edgenn.errors import DataError
 
 
+def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` archive, by name. Never unpickles: object arrays, missing or
+    unreadable files and single ``.npy`` arrays are one-line DataErrors naming the file."""
+    p = Path(path)
+    try:
+        loaded = np.load(p, allow_pickle=False)
+    except FileNotFoundError:
+        raise DataError(f"{p}: no such file") from None
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
+        # why: np.load raises ValueError for pickled arrays and for non-numpy files.
+        raise DataError(f"{p}: not a readable .npz archive ({err})") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise DataError(f"{p}: not an .npz archive (a single .npy array?)")
+    with loaded as npz:
+        try:
+            return {k: npz[k] for k in npz.files}
+        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
+            raise DataError(f"{p}: cannot read arrays ({err})") from None
+
+
 def load_npz_dataset(path: str | os.PathLike[str]) -> tuple[np.ndarray, np.ndarray | None]:
     """Load ``x`` (numeric, [N, ...], N >= 1) and optional ``y`` (integer [N]) from an npz.
 
     Pickled (object) arrays are refused. Returns ``(x, y)`` with ``y`` None when absent.
     """
     p = Path(path)
-    try:
-        loaded = np.load(p, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataError(f"{p}: data file not found") from None
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
-        # why: np.load raises ValueError for pickled arrays and for non-numpy files.
-        raise DataError(f"{p}: cannot load as npz ({err})") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise DataError(f"{p}: not an .npz archive (a single .npy array?)")
-    with loaded as npz:
-        names = set(npz.files)
-        if "x" not in names:
-            raise DataError(f"{p}: no array 'x' (found: {', '.join(sorted(names)) or 'none'})")
-        try:
-            x = npz["x"]
-            y = npz["y"] if "y" in names else None
-        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
-            raise DataError(f"{p}: cannot read arrays ({err})") from None
+    arrays = read_npz(p)
+    if "x" not in arrays:
+        raise DataError(f"{p}: no array 'x' (found: {', '.join(sorted(arrays)) or 'none'})")
+    x, y = arrays["x"], arrays.get("y")
     if x.dtype.kind not in "biuf" or x.ndim < 1 or len(x) == 0:
         raise DataError(f"{p}: 'x' must be a non-empty numeric array [N, ...], "
                         f"got {x.dtype} {list(x.shape)}")

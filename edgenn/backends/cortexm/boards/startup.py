@@ -4,6 +4,7 @@ handler, fault reporting, and the board's memory map with the input staging area
 from __future__ import annotations
 
 from edgenn.backends.cortexm.boards.board import Board
+from edgenn.backends.cortexm.codegen.linker import linker_script as generic_linker_script
 from edgenn.errors import EdgennError
 
 # The host writes the staged inputs here (qemu.py: -device loader) and main.c reads them.
@@ -129,67 +130,13 @@ def linker_script(board: Board, stack_bytes: int) -> str:
         raise EdgennError(f"board {board.name!r} has no memory map for an example application")
     if stack_bytes <= 0 or stack_bytes % 8:
         raise EdgennError(f"stack of {stack_bytes} bytes: must be a positive multiple of 8")
-    return f"""\
-/* {board.name} ({board.description}): {board.flash_bytes // 1024} KiB flash at \
-0x{board.flash_origin:08X}, {board.ram_bytes // 1024} KiB RAM at 0x{board.ram_origin:08X}, \
-{stack_bytes} B stack */
-MEMORY
-{{
-    FLASH (rx)  : ORIGIN = 0x{board.flash_origin:08X}, LENGTH = {board.flash_bytes // 1024}K
-    RAM   (rwx) : ORIGIN = 0x{board.ram_origin:08X}, LENGTH = {board.ram_bytes // 1024}K
-}}
-
-ENTRY(Reset_Handler)
-_stack_size = {stack_bytes};
-
-SECTIONS
-{{
-    .text :
-    {{
-        KEEP(*(.isr_vector))
-        *(.text*)
-        *(.glue_7) *(.glue_7t)
-        KEEP(*(.init)) KEEP(*(.fini))
-        . = ALIGN(4);
-    }} > FLASH
-
-    .rodata :
-    {{
-        . = ALIGN(4);
-        *(.rodata*)
-        . = ALIGN(4);
-    }} > FLASH
-
-    .ARM.extab : {{ *(.ARM.extab* .gnu.linkonce.armextab.*) }} > FLASH
-    .ARM.exidx : {{ *(.ARM.exidx* .gnu.linkonce.armexidx.*) }} > FLASH
-
-    _sidata = LOADADDR(.data);
-    .data :
-    {{
-        . = ALIGN(4);
-        _sdata = .;
-        *(.data*)
-        . = ALIGN(4);
-        _edata = .;
-    }} > RAM AT > FLASH
-
-    .bss (NOLOAD) :
-    {{
-        . = ALIGN(4);
-        _sbss = .;
-        *(.bss*)
-        *(COMMON)
-        . = ALIGN(4);
-        _ebss = .;
-    }} > RAM AT > RAM  /* why AT: QEMU zero-fills a NOLOAD segment at its load address */
-
+    stage = f"""
     /* The host stages the inputs in the flash left after the image (see main.c). */
     {STAGE_START} = ALIGN(LOADADDR(.data) + SIZEOF(.data), 16);
     {STAGE_END} = ORIGIN(FLASH) + LENGTH(FLASH);
     ASSERT({STAGE_START} + 16 <= {STAGE_END}, "FLASH overflow: no room left to stage inputs")
-
-    _estack = ORIGIN(RAM) + LENGTH(RAM);
-    _sstack = _estack - _stack_size;
-    ASSERT(_ebss <= _sstack, "RAM overflow: .data + .bss + stack do not fit the RAM")
-}}
 """
+    return generic_linker_script(f"{board.name} ({board.description})", board.flash_origin,
+                                 board.flash_bytes // 1024, board.ram_origin,
+                                 board.ram_bytes // 1024, stack_bytes, bss_at_ram=True,
+                                 tail=stage)

@@ -3,6 +3,7 @@ main, the layer hook ``edgenn_mark``, linker script."""
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.codegen import linker
 from edgenn.backends.cortexm.targets import Core
 
 EDGENN_MARK_C = """\
@@ -125,63 +126,8 @@ void Default_Handler(void)
 
 def linker_script(core: Core, ram_kb: int, stack_bytes: int) -> str:
     """FLASH at 0, RAM at 0x20000000; the stack at the top of RAM (_sstack.._estack)."""
-    return f"""\
-/* {core.name}: {core.flash_kb} KiB flash, {ram_kb} KiB RAM, {stack_bytes} B stack */
-MEMORY
-{{
-    FLASH (rx)  : ORIGIN = 0x00000000, LENGTH = {core.flash_kb}K
-    RAM   (rwx) : ORIGIN = 0x20000000, LENGTH = {ram_kb}K
-}}
-
-ENTRY(Reset_Handler)
-_stack_size = {stack_bytes};
-
-SECTIONS
-{{
-    .text :
-    {{
-        KEEP(*(.isr_vector))
-        *(.text*)
-        *(.glue_7) *(.glue_7t)
-        KEEP(*(.init)) KEEP(*(.fini))
-        . = ALIGN(4);
-    }} > FLASH
-
-    .rodata :
-    {{
-        . = ALIGN(4);
-        *(.rodata*)
-        . = ALIGN(4);
-    }} > FLASH
-
-    .ARM.extab : {{ *(.ARM.extab* .gnu.linkonce.armextab.*) }} > FLASH
-    .ARM.exidx : {{ *(.ARM.exidx* .gnu.linkonce.armexidx.*) }} > FLASH
-
-    _sidata = LOADADDR(.data);
-    .data :
-    {{
-        . = ALIGN(4);
-        _sdata = .;
-        *(.data*)
-        . = ALIGN(4);
-        _edata = .;
-    }} > RAM AT > FLASH
-
-    .bss (NOLOAD) :
-    {{
-        . = ALIGN(4);
-        _sbss = .;
-        *(.bss*)
-        *(COMMON)
-        . = ALIGN(4);
-        _ebss = .;
-    }} > RAM
-
-    _estack = ORIGIN(RAM) + LENGTH(RAM);
-    _sstack = _estack - _stack_size;
-    ASSERT(_ebss <= _sstack, "RAM overflow: .data + .bss + stack do not fit the RAM")
-}}
-"""
+    return linker.linker_script(core.name, 0x0000_0000, core.flash_kb, 0x2000_0000, ram_kb,
+                                stack_bytes)
 
 
 def makefile(cflags: list[str], ldflags: list[str], sources: list[str]) -> str:
