@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import edgenn
-from edgenn.backends.cortexm.codegen import templates
 from edgenn.backends.cortexm.codegen.names import c_comment, c_identifier
 from edgenn.backends.cortexm.emulator import Machine
 from edgenn.backends.cortexm.executable import compile_cortexm
+from edgenn.backends.cortexm.multi_model import library_machine, write_app
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.ir import Graph
 from edgenn.ir.sample import random_inputs
@@ -35,23 +35,6 @@ pytestmark = [
                        reason="arm-none-eabi-gcc is not installed"),
     pytest.mark.skipif(not KWS.exists(), reason="MLPerf Tiny models not found"),
 ]
-
-PLAIN_MAIN = """\
-#include "kws.h"
-#include "ad.h"
-
-int main(void)
-{
-    if (kws_init() != KWS_OK || ad_init() != AD_OK) {
-        for (;;) {
-        }
-    }
-    for (;;) {
-        (void)kws_invoke();
-        (void)ad_invoke();
-    }
-}
-"""
 
 
 def _library(model: Path, name: str, out: Path, **options: Any) -> dict[str, Any]:
@@ -72,18 +55,12 @@ def _run(cmd: list[str], cwd: Path) -> None:
 
 
 def _app_files(app: Path) -> None:
-    app.mkdir(parents=True, exist_ok=True)
-    (app / "main.c").write_text(PLAIN_MAIN)
-    (app / "startup.c").write_text(templates.STARTUP_C)
-    (app / "linker.ld").write_text(templates.linker_script(M4, M4.ram_kb, 2048))
+    write_app(app, ["kws", "ad"], M4)  # plain main.c, generic startup and linker script
 
 
-def _machine(elf: Path, manifest: dict[str, Any]) -> Machine:
+def _machine(elf: Path, manifest: dict[str, Any]) -> Any:
     """One model of a multi-model ELF: its init, invoke and arena, no layer marks."""
-    name = manifest["name"]
-    view = {**manifest, "init_symbol": f"{name}_init", "invoke_symbol": f"{name}_invoke",
-            "arena_symbol": f"{name}_arena", "mark_symbol": None, "layers": []}
-    return Machine(elf, view, M4)
+    return library_machine(elf, manifest, M4)
 
 
 def _check_both_models(elf: Path, manifests: dict[str, dict[str, Any]]) -> None:
