@@ -18,7 +18,7 @@ def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     try:
         loaded = np.load(p, allow_pickle=False)
     except FileNotFoundError:
-        raise DataError(f"{p}: no such file") from None
+        raise DataError(f"{p}: no such file (not found)") from None
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as err:
         # why: np.load raises ValueError for pickled arrays and for non-numpy files.
         raise DataError(f"{p}: not a readable .npz archive ({err})") from None
