@@ -11,7 +11,8 @@ The host writes each input (the graph's input tensor, e.g. an int8 image) into t
 buffer and calls the firmware's functions (:mod:`edgenn.backends.cortexm.codegen.svm_cnn_project`);
 it never computes a feature. Everything :class:`~edgenn.backends.cortexm.svm_device.SvmDevice`
 does (train on the buffer, read w and b, host-fed ``append`` / ``classify``, memory) works on
-this firmware too.
+this firmware too. On a real board's model (QEMU) the same functions run from a board main:
+:mod:`edgenn.backends.cortexm.svm_cnn_qemu`.
 """
 
 from __future__ import annotations

@@ -7,13 +7,15 @@ arrive one by one; the SVM layer appends them to its training buffer and, each t
 is full, runs SMO for every one-vs-one pair on the device, keeps its support vectors for the
 next batch and clears the rest. The scenario measures test accuracy (old classes, new classes,
 all) after every batch on the reference runtime (the features computed on the host: the
-"host-fed" accuracy), and runs the same stream on the emulated Cortex-M4 firmware that holds
-both the int8 CNN and the SVM head
-(:class:`~edgenn.backends.cortexm.svm_cnn_device.SvmCnnDevice`): the host only stages raw
-images and labels, the device computes the features, trains and classifies the test digits.
-It reports the device's accuracy next to the host-fed one, the cycles of each batch (CNN,
-training, classification per image), the RAM (CNN arena + SVM arrays) and checks that the
-device learns the same weights.
+"host-fed" accuracy), and runs the same stream on the Cortex-M4 firmware that holds both the
+int8 CNN and the SVM head: the host only stages raw images and labels, the device computes
+the features, trains and classifies its test digits (evenly spaced over the test split; the
+host-fed accuracy is reported on the same digits too). The firmware runs in the cycle-model
+emulator (``emulator="unicorn"``: the cycles of each batch -- CNN, training, classification
+per image -- and a check that the device learns the same weights) or on a real board's model
+in QEMU (``emulator="qemu"``: one boot for the whole scenario, no cycles); see
+:mod:`edgenn.train.svm.demo_device`. It reports the device's accuracy next to the host-fed
+one and the RAM and flash of the firmware.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ import numpy as np
 from edgenn.backends.ref.kernels.svm import SVM
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
+from edgenn.train.svm.demo_device import Firmware, Probe, QemuRun, UnicornRun, hits
 
 FACTORY_SAMPLES_PER_CLASS = 40
+EMULATORS = ("unicorn", "qemu")
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class DemoStep:
     device_accuracy_known: float | None = None
     device_accuracy_new: float | None = None
     host_accuracy_device_digits: float | None = None  # host-fed, on the device's test digits
+    host_accuracy_device_digits_known: float | None = None
+    host_accuracy_device_digits_new: float | None = None
     extract_cycles: int | None = None  # the CNN on this step's field samples (all of them)
     append_cycles: int | None = None  # copying their features into the training buffer
     classify_cycles: float | None = None  # one test digit: CNN + vote, mean
@@ -61,6 +67,9 @@ class DemoReport:
     C: float
     steps: list[DemoStep] = field(default_factory=list)
     core: str | None = None  # the emulated device; None: reference runtime only
+    emulator: str | None = None  # "unicorn" (cycle model) or "qemu" (a board's model)
+    board: str | None = None  # "generic" (the emulator's firmware) or the QEMU board
+    device_seconds: float | None = None  # QEMU: wall time of the one boot
     device_test_digits: int = 0  # test digits the device classifies after each step
     device_agreement: float | None = None  # same votes on them, device vs reference layer
     inference_cycles: float | None = None  # one test digit on the device: CNN + vote
@@ -100,41 +109,15 @@ def _svm_layer(exe: Any) -> SVM:
     return layer
 
 
-def _device_learn(dev: Any, x: np.ndarray, labels: np.ndarray) -> tuple[int, int, int | None]:
-    """Stage ``x`` and ``labels`` on the device as the reference layer takes them (train
-    whenever the buffer fills); the cycles of the CNN, of the appends and of the training
-    steps this triggered (None on cores without the cycle model)."""
-    extract = append = 0
-    cycles: int | None = 0
-    start = 0
-    while start < len(x):
-        take = min(dev.config.capacity - dev.count, len(x) - start)
-        cost = dev.learn(x[start:start + take], labels[start:start + take])
-        extract += int(cost.extract_cycles.sum())
-        append += int(cost.append_cycles.sum())
-        start += take
-        if dev.count == dev.config.capacity:
-            res = dev.fit_buffer()
-            cycles = None if res.cycles is None or cycles is None else cycles + res.cycles
-    return extract, append, cycles
-
-
-def _hits(pred: np.ndarray, truth: np.ndarray,
-          new: np.ndarray) -> tuple[float, float | None, float | None]:
-    """Accuracy on all, the known and the new classes (``new``: mask of new-class digits;
-    None for a group with no digit)."""
-    hit = np.asarray(pred, np.int64) == truth
-    known = float(hit[~new].mean()) if (~new).any() else None
-    fresh = float(hit[new].mean()) if new.any() else None
-    return float(hit.mean()), known, fresh
-
-
 def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, steps: int = 6,
                  C: float = 0.1, device: bool = True, seed: int = 0,
                  on_step: Callable[[DemoStep], None] | None = None, core: str = "cortex-m4",
-                 device_test: int | None = None) -> DemoReport:
-    """Run the scenario; ``device=False`` skips the emulated firmware (``core``), which
-    classifies the first ``device_test`` test digits after each step (default: all)."""
+                 device_test: int | None = None, emulator: str = "unicorn",
+                 board: str = "mps2-an386") -> DemoReport:
+    """Run the scenario; ``device=False`` skips the firmware (``core``), which classifies
+    ``device_test`` evenly spaced test digits after each step (default: all). ``emulator``:
+    ``"unicorn"`` (the cycle model) or ``"qemu"`` (``board``'s model, one boot; the steps'
+    device figures are filled in after it, so ``on_step`` sees the host-fed ones only)."""
     from edgenn.backends.ref import compile_ref
     from edgenn.data.mnist import mnist_split
     from edgenn.evaluate import images_to_input
@@ -144,6 +127,8 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
     known = sorted(set(int(k) for k in known))
     if not known or any(k not in classes for k in known) or len(known) > 9:
         raise EdgennError(f"known classes must be 1-9 distinct digits 0-9, got {known}")
+    if emulator not in EMULATORS:
+        raise EdgennError(f"emulator must be one of {', '.join(EMULATORS)}, got {emulator!r}")
     new = [c for c in classes if c not in known]
     rng = np.random.default_rng(seed)
     cnn = quantized_cnn()
@@ -156,6 +141,7 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
         raise EdgennError(f"device test digits must be 1 to {len(y_test)}, got {n_dev}")
     # why evenly spaced: the test split is ordered by class, a prefix would miss classes
     probe = np.arange(n_dev) * len(y_test) // n_dev
+    new_mask = np.isin(y_test, new)
 
     # the factory: a few digits of the known classes, trained on the host
     factory = np.concatenate([rng.permutation(np.flatnonzero(y_train == k))[
@@ -172,39 +158,32 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
 
     rest = rng.permutation(np.setdiff1d(np.arange(len(y_train)), factory))
     stream = rest[: capacity * steps]
-    new_mask = np.isin(y_test, new)
 
     def accuracy() -> dict[str, Any]:
         """The host-fed accuracy: all, known, new (and on the device's test digits)."""
         pred = exe.run(xq_test)[0].argmax(axis=1)
         acc: dict[str, Any] = dict(zip(("accuracy", "accuracy_known", "accuracy_new"),
-                                       _hits(pred, y_test, new_mask), strict=True))
+                                       hits(pred, y_test, new_mask), strict=True))
         if device:
-            acc["host_accuracy_device_digits"] = _hits(pred[probe], y_test[probe],
-                                                       new_mask[probe])[0]
+            acc.update(zip(("host_accuracy_device_digits", "host_accuracy_device_digits_known",
+                            "host_accuracy_device_digits_new"),
+                           hits(pred[probe], y_test[probe], new_mask[probe]), strict=True))
         return acc
 
-    dev = None
     report = DemoReport(known=known, new=new, capacity=capacity, C=C)
+    runner: UnicornRun | QemuRun | None = None
     if device:
-        from edgenn.backends.cortexm.svm_cnn_device import SvmCnnDevice
-
         # the factory head is flashed with the firmware; everything after it is learned there
-        dev = SvmCnnDevice(cnn, feature, capacity, classes, C=C, core=core,
-                           w=np.array(svm.weight, np.float32), b=np.array(svm.bias, np.float32))
+        fw = Firmware(cnn, feature, capacity, classes, C, np.array(svm.weight, np.float32),
+                      np.array(svm.bias, np.float32), core)
+        where = Probe(xq_test[probe], y_test[probe], new_mask[probe])
+        runner = (UnicornRun(fw, where) if emulator == "unicorn"
+                  else QemuRun(fw, where, board, steps))
         report.core, report.device_test_digits = core, n_dev
-    last: list[np.ndarray] = []  # the device's votes on its test digits, latest step
+        report.emulator = emulator
+        report.board = "generic" if emulator == "unicorn" else board
 
-    def on_device() -> dict[str, Any]:
-        """Classify the device's test digits on the device: its accuracy and cost."""
-        assert dev is not None
-        got = dev.classify_inputs(xq_test[probe])
-        last[:] = [got.labels.astype(np.int64)]
-        acc = _hits(last[0], y_test[probe], new_mask[probe])
-        return {"device_accuracy": acc[0], "device_accuracy_known": acc[1],
-                "device_accuracy_new": acc[2], "classify_cycles": float(got.cycles.mean())}
-
-    step0 = DemoStep(0, 0, **accuracy(), **(on_device() if dev is not None else {}))
+    step0 = DemoStep(0, 0, **accuracy(), **(runner.evaluate() if runner is not None else {}))
     report.steps.append(step0)
     if on_step is not None:
         on_step(step0)
@@ -214,41 +193,25 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
         trained = results[svm.node.name]
         carried = trained[-1].carried_out if trained else svm.buffer.count
         extra: dict[str, Any] = {}
-        if dev is not None:
-            extract, append, cycles = _device_learn(dev, xq_train[idx], y_train[idx])
-            w_diff = float(np.max(np.abs(dev.w - np.asarray(svm.weight, np.float32))))
-            extra = {"train_cycles": cycles, "max_abs_w_diff": w_diff,
-                     "extract_cycles": extract, "append_cycles": append, **on_device()}
+        if runner is not None:
+            extra = runner.learn(xq_train[idx], y_train[idx], np.asarray(svm.weight))
+            extra.update(runner.evaluate())
         step = DemoStep(k + 1, (k + 1) * capacity, **accuracy(), carried=carried, **extra)
         report.steps.append(step)
         if on_step is not None:
             on_step(step)
-    if dev is not None:
-        _device_summary(report, dev, svm, _features(extractor, feature, xq_test[probe]),
-                        last[0])
+    if runner is not None:
+        runner.finish(report, _reference_votes(svm, _features(extractor, feature,
+                                                              xq_test[probe])))
     return report
 
 
-def _device_summary(report: DemoReport, dev: Any, svm: SVM, f_probe: np.ndarray,
-                    votes: np.ndarray) -> None:
-    """Agreement of the device's final ``votes`` with the reference layer's vote on the same
-    digits (``f_probe``: their features on the host), mean costs, RAM and flash."""
+def _reference_votes(svm: SVM, f_probe: np.ndarray) -> np.ndarray:
+    """The reference layer's vote on the device's test digits (``f_probe``: their features
+    on the host)."""
     from edgenn.train.svm.ovo import vote_predict
 
     # why: the device votes with ties to the lowest class index (LIBSVM's svm_predict);
     # compare with the same vote of the reference layer, not the argmax of its scores
     dec = svm.features(f_probe) @ svm.weight.T + svm.bias
-    ref_votes = vote_predict(dec, len(svm.classes), svm.active_pairs)
-    report.device_agreement = float(np.mean(votes == ref_votes))
-    samples = report.steps[-1].samples_seen
-    if samples:
-        report.extract_cycles = sum(s.extract_cycles or 0 for s in report.steps) / samples
-    report.inference_cycles = report.steps[-1].classify_cycles
-    report.max_accuracy_gap = max(abs((s.device_accuracy or 0.0) - (s.host_accuracy_device_digits
-                                                                    or 0.0))
-                                  for s in report.steps)
-    ram = dev.ram()
-    report.cnn_arena_bytes, report.svm_ram_bytes = ram.cnn_arena, ram.svm_static
-    report.device_ram_bytes = ram.total
-    mem = dev.memory()
-    report.stack_bytes, report.device_flash_bytes = mem.stack_used, mem.flash_bytes
+    return np.asarray(vote_predict(dec, len(svm.classes), svm.active_pairs), np.int64)

@@ -87,12 +87,7 @@ def run_in_qemu(elf: str | Path, board: str | Board, manifest: Mapping[str, Any]
     (``path`` overrides $PATH), FirmwareError (one line) on a timeout (``timeout`` seconds per
     boot), a fault or a non-zero exit status.
     """
-    b = get_board(board)
-    if b.qemu_machine is None:
-        raise EdgennError(f"board {b.name!r} is not modelled in QEMU: use the emulator")
-    qemu = find_qemu(path)
-    elf = Path(elf)
-    start, end = _stage_range(elf)
+    b, qemu, elf, (start, end) = _prepare(elf, board, path)
     sizes = _check_sizes(manifest, inputs)  # every item, before the first boot
     header = len(stage_image(manifest, []))
     item_bytes = max(1, sum(sizes))
@@ -107,6 +102,32 @@ def run_in_qemu(elf: str | Path, board: str | Board, manifest: Mapping[str, Any]
         outputs += _boot(qemu, b, elf, start, stage_image(manifest, chunk), len(chunk),
                          manifest, timeout)
     return outputs
+
+
+def run_staged(elf: str | Path, board: str | Board, image: bytes, items: int,
+               manifest: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT,
+               path: str | None = None) -> list[list[bytes]]:
+    """One boot of an application that reads its own staging layout: ``image`` is written to
+    the staging area as it is, and the application prints ``items`` items of
+    ``manifest["outputs"]`` (``@out ITEM K HEX`` lines, then ``@edgenn done``); returns
+    ``outputs[item][k]``. EdgennError when ``image`` does not fit the staging area; otherwise
+    as :func:`run_in_qemu`."""
+    b, qemu, elf, (start, end) = _prepare(elf, board, path)
+    if len(image) > end - start:
+        raise EdgennError(f"{elf}: {len(image):,} bytes to stage; {b.name} has "
+                          f"{end - start:,} bytes of flash left after the image")
+    return _boot(qemu, b, elf, start, image, items, manifest, timeout)
+
+
+def _prepare(elf: str | Path, board: str | Board,
+             path: str | None) -> tuple[Board, str, Path, tuple[int, int]]:
+    """The board (EdgennError unless QEMU models it), qemu-system-arm, the ELF and its
+    staging area."""
+    b = get_board(board)
+    if b.qemu_machine is None:
+        raise EdgennError(f"board {b.name!r} is not modelled in QEMU: use the emulator")
+    qemu = find_qemu(path)
+    return b, qemu, Path(elf), _stage_range(Path(elf))
 
 
 def _boot(qemu: str, board: Board, elf: Path, stage_addr: int, image: bytes, items: int,

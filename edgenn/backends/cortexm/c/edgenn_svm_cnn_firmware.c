@@ -2,7 +2,8 @@
  * generated library "features", features.h) feeds the on-device SVM layer of
  * edgenn_svm_firmware.c (its buffer, SMO training, vote and I/O slots). The CNN computes the
  * features on the device; nothing but the input (e.g. a raw image) and its label comes in.
- * edgenn/backends/cortexm/svm_cnn_device.py drives it in the emulator:
+ * edgenn/backends/cortexm/svm_cnn_device.py drives it in the emulator (on a real board the
+ * main of edgenn_svm_cnn_board.c calls the same functions):
  *
  *   edgenn_svm_cnn_init()            once after reset: prepare the CNN (its static arena)
  *   fill features_input(0)           the input, in the CNN's layout (manifest.json "cnn")

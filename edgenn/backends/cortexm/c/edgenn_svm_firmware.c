@@ -8,7 +8,8 @@
  *                                    the voted class are written after it (manifest.json)
  *
  * On a real device call the same functions from the application (edgenn_svm_layer is the
- * edgenn_svm struct; edgenn_svm.h documents it).
+ * edgenn_svm struct; edgenn_svm.h documents it), as the board application
+ * edgenn_svm_cnn_board.c does.
  */
 #include <stdint.h>
 
@@ -119,9 +120,13 @@ void edgenn_invoke(void)
     *(uint32_t *)(void *)(edgenn_arena + SVM_LABEL_AT) = label;
 }
 
+/* The emulator's main (the host calls the functions above itself). A board application
+ * brings its own main (edgenn_svm_cnn_board.c) and defines EDGENN_SVM_APP_MAIN. */
+#ifndef EDGENN_SVM_APP_MAIN
 int main(void)
 {
     for (;;) {
         edgenn_invoke();
     }
 }
+#endif

@@ -9,6 +9,11 @@ script) and, in the subfolder ``features/``, the feature extractor as a generate
 feature vector to the SVM layer, so the host stages inputs and labels only. One
 ``Makefile`` and ``manifest.json`` describe the whole firmware (the library's own stay in
 ``features/``: that folder is what a firmware team would ship).
+
+For the emulator (``board="generic"``) the host calls the firmware's functions itself; for a
+real board (``mps2-an386``, ``netduinoplus2``) the firmware gets the board's startup code,
+console and linker script and a main that runs a staged script of learn / train / classify
+commands (:mod:`.svm_cnn_board`), run in qemu-system-arm.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.backends.cortexm.boards.board import GENERIC, get_board
 from edgenn.backends.cortexm.codegen import templates
 from edgenn.backends.cortexm.codegen.project import Project, generate
+from edgenn.backends.cortexm.codegen.svm_cnn_board import APP_MAIN_MACRO, board_app
 from edgenn.backends.cortexm.codegen.svm_project import (
     DEFAULT_STACK_BYTES,
     SvmConfig,
@@ -124,12 +131,15 @@ clean-{CNN_DIR}:
 def generate_svm_cnn(cnn: Graph, cfg: SvmConfig, core: Core, out_dir: str | Path, *,
                      w: np.ndarray | None = None, b: np.ndarray | None = None,
                      ram_kb: int | None = None, opt: str = "-O2",
-                     stack_bytes: int = DEFAULT_STACK_BYTES) -> SvmCnnProject:
+                     stack_bytes: int = DEFAULT_STACK_BYTES,
+                     board: str = GENERIC) -> SvmCnnProject:
     """Write the combined firmware of the feature extractor ``cnn`` (one input, its only
     output the features: :func:`feature_extractor`) and the SVM layer ``cfg`` into
-    ``out_dir``. ``w`` / ``b``: the SVM's initial weights. Raises PlanError when the CNN's
-    arena, the SVM's arrays and the stack do not fit ``ram_kb`` (default: the core's RAM),
-    SvmParameterError when ``cfg`` does not take the CNN's output."""
+    ``out_dir``. ``w`` / ``b``: the SVM's initial weights. ``board``: ``generic`` (the
+    emulator's firmware) or a real board (its application: :mod:`.svm_cnn_board`). Raises
+    PlanError when the CNN's arena, the SVM's arrays and the stack do not fit ``ram_kb``
+    (default: the board's or the core's RAM), SvmParameterError when ``cfg`` does not take
+    the CNN's output, EdgennError for a board without ``core``."""
     if len(cnn.inputs) != 1 or len(cnn.outputs) != 1:
         raise GraphValidationError(f"graph {cnn.name!r}: the feature extractor needs one input "
                                    f"and one output, got {len(cnn.inputs)} and "
@@ -139,7 +149,10 @@ def generate_svm_cnn(cnn: Graph, cfg: SvmConfig, core: Core, out_dir: str | Path
         raise SvmParameterError(f"the SVM layer takes {cfg.n_features} {cfg.storage} features, "
                                 f"the CNN gives {spec.n_features} {spec.storage} "
                                 f"({cnn.outputs[0]!r})")
-    ram_kb = core.ram_kb if ram_kb is None else int(ram_kb)
+    where = get_board(board)
+    where.check_core(core.name)
+    if ram_kb is None:
+        ram_kb = core.ram_kb if where.ram_kb is None else where.ram_kb
     out = Path(out_dir)
     lib = generate(cnn, core, out / CNN_DIR, ram_kb=ram_kb, opt=opt, stack_bytes=stack_bytes,
                    name=CNN_NAME, library_only=True)
@@ -153,11 +166,13 @@ def generate_svm_cnn(cnn: Graph, cfg: SvmConfig, core: Core, out_dir: str | Path
                         f"{cfg.capacity} x {cfg.n_features}, stack included) = {need:,} bytes "
                         f"do not fit the {ram_kb} KiB of RAM of {core.name}: use a smaller "
                         "capacity or cache_len, or a device with more RAM (ram_kb)")
-    svm = generate_svm(cfg, core, out, w=w, b=b, ram_kb=ram_kb, opt=opt, stack_bytes=stack_bytes)
+    app = None if where.is_generic else board_app(where, stack_bytes)
+    svm = generate_svm(cfg, core, out, w=w, b=b, ram_kb=ram_kb, opt=opt, stack_bytes=stack_bytes,
+                       app=app)
     shutil.copyfile(HARNESS, out / HARNESS.name)
     label_at = next(o["offset"] for o in svm.manifest["outputs"] if o["name"] == "label")
     sources = [*svm.sources, HARNESS.name]
-    cflags = [*svm.cflags, f"-I{CNN_DIR}"]
+    cflags = [*svm.cflags, f"-I{CNN_DIR}", *([] if app is None else [f"-D{APP_MAIN_MACRO}"])]
     # why --whole-archive: the linker takes the flags before the objects, so it would pull
     # nothing from a plain archive there; --gc-sections still drops what is never called
     archive = f"{CNN_DIR}/{lib.library}"
@@ -165,7 +180,7 @@ def generate_svm_cnn(cnn: Graph, cfg: SvmConfig, core: Core, out_dir: str | Path
                "-Wl,--whole-archive", archive, "-Wl,--no-whole-archive"]
     keep = ("name", "arena_symbol", "arena_bytes", "invoke_symbol", "inputs", "outputs",
             "layers")
-    manifest = {**svm.manifest, "cnn": {k: lib.manifest[k] for k in keep},
+    manifest = {**svm.manifest, "board": where.name, "cnn": {k: lib.manifest[k] for k in keep},
                 "svm_cnn": {"functions": {"init": "edgenn_svm_cnn_init",
                                           "extract": "edgenn_svm_cnn_extract",
                                           "append": "edgenn_svm_append_input",

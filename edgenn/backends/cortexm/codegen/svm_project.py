@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -244,12 +245,15 @@ def _io(cfg: SvmConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int
 def generate_svm(cfg: SvmConfig, core: Core, out_dir: str | Path, *,
                  w: np.ndarray | None = None, b: np.ndarray | None = None,
                  ram_kb: int | None = None, opt: str = "-O2",
-                 stack_bytes: int = DEFAULT_STACK_BYTES) -> SvmProject:
+                 stack_bytes: int = DEFAULT_STACK_BYTES,
+                 app: Mapping[str, str] | None = None) -> SvmProject:
     """Write the firmware project of ``cfg`` for ``core`` into ``out_dir``.
 
     ``w`` [n_pairs, d] / ``b`` [n_pairs]: initial weights (default zero: no pair votes until
-    trained). Raises PlanError when the static arrays plus the stack do not fit ``ram_kb``
-    (default: the core's RAM).
+    trained). ``app``: the application's files (name -> text: startup code, linker.ld, a
+    board's console ...) instead of the emulator's (startup.c, edgenn_mark.c, linker.ld).
+    Raises PlanError when the static arrays plus the stack do not fit ``ram_kb`` (default:
+    the core's RAM).
     """
     ram_kb = core.ram_kb if ram_kb is None else int(ram_kb)
     cfg = cfg.for_ram(ram_kb * 1024, stack_bytes)
@@ -267,7 +271,11 @@ def generate_svm(cfg: SvmConfig, core: Core, out_dir: str | Path, *,
     for name in (*SVM_SOURCES, *SVM_HEADERS):
         shutil.copyfile(SVM_C_DIR / name, out / name)
     shutil.copyfile(HARNESS, out / HARNESS.name)
-    sources = [HARNESS.name, "svm_weights.c", *SVM_SOURCES, "startup.c", "edgenn_mark.c"]
+    if app is None:
+        app = {"startup.c": templates.STARTUP_C, "edgenn_mark.c": templates.EDGENN_MARK_C,
+               "linker.ld": templates.linker_script(core, ram_kb, stack_bytes)}
+    sources = [HARNESS.name, "svm_weights.c", *SVM_SOURCES,
+               *(f for f in app if f.endswith(".c"))]
     cflags, ldflags = flags(core, opt)
     cflags = [*cflags, *EXTRA_CFLAGS]
     # why: the host calls these directly; --gc-sections would drop what main does not call
@@ -288,9 +296,7 @@ def generate_svm(cfg: SvmConfig, core: Core, out_dir: str | Path, *,
     files = {
         "svm_config.h": _config_h(cfg),
         "svm_weights.c": _weights_c(cfg, w, b),
-        "startup.c": templates.STARTUP_C,
-        "edgenn_mark.c": templates.EDGENN_MARK_C,
-        "linker.ld": templates.linker_script(core, ram_kb, stack_bytes),
+        **app,
         "Makefile": templates.makefile(cflags, ldflags, sources),
         "manifest.json": json.dumps(manifest, indent=1) + "\n",
     }
