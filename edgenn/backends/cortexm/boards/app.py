@@ -53,22 +53,6 @@ extern const uint8_t @STAGE_END@[];
 static const uint32_t input_bytes[@LIBU@_INPUT_COUNT] = {@INPUT_BYTES@};
 static const uint32_t output_bytes[@LIBU@_OUTPUT_COUNT] = {@OUTPUT_BYTES@};
 @ARENA@
-static uint32_t read_u32(const uint8_t *p)
-{
-    uint32_t value;
-    memcpy(&value, p, sizeof value);
-    return value;
-}
-
-static int fail(const char *what, int32_t value, int status)
-{
-    app_puts("@edgenn error ");
-    app_puts(what);
-    app_put_dec(value);
-    app_putc('\\n');
-    return status;
-}
-
 static void print_output(uint32_t item, uint32_t k)
 {
     const uint8_t *data = (const uint8_t *)@LIB@_output((int)k);
@@ -89,29 +73,29 @@ int main(void)
     app_puts("@edgenn boot @BOARD@\\n");
     const uint8_t *stage = @STAGE_START@;
     size_t room = (size_t)((uintptr_t)@STAGE_END@ - (uintptr_t)@STAGE_START@);
-    if (room < 12u || read_u32(stage) != STAGE_MAGIC) {
-        return fail("no staged inputs in a staging area of bytes ", (int32_t)room, @BAD@);
+    if (room < 12u || app_read_u32(stage) != STAGE_MAGIC) {
+        return app_fail("no staged inputs in a staging area of bytes ", (int32_t)room, @BAD@);
     }
-    uint32_t items = read_u32(stage + 4);
-    uint32_t count = read_u32(stage + 8);
+    uint32_t items = app_read_u32(stage + 4);
+    uint32_t count = app_read_u32(stage + 8);
     if (count != @LIBU@_INPUT_COUNT) {
-        return fail("staged inputs per item: ", (int32_t)count, @BAD@);
+        return app_fail("staged inputs per item: ", (int32_t)count, @BAD@);
     }
     size_t offset = 12u + 4u * (size_t)count;
     size_t item_bytes = 0;
     for (uint32_t k = 0; k < count; ++k) {
-        if (read_u32(stage + 12u + 4u * k) != input_bytes[k]) {
-            return fail("staged bytes differ from the library's for input ", (int32_t)k, @BAD@);
+        if (app_read_u32(stage + 12u + 4u * k) != input_bytes[k]) {
+            return app_fail("staged bytes differ from the library's for input ", (int32_t)k, @BAD@);
         }
         item_bytes += input_bytes[k];
     }
     if (offset > room || (item_bytes > 0u && (room - offset) / item_bytes < items)) {
-        return fail("staged items overrun the staging area: ", (int32_t)items, @BAD@);
+        return app_fail("staged items overrun the staging area: ", (int32_t)items, @BAD@);
     }
 
     int status = @INIT@;
     if (status != @LIBU@_OK) {
-        return fail("@LIB@_init returned ", status, @LIBERR@);
+        return app_fail("@LIB@_init returned ", status, @LIBERR@);
     }
     for (uint32_t item = 0; item < items; ++item) {
         for (uint32_t k = 0; k < count; ++k) {
@@ -120,7 +104,7 @@ int main(void)
         }
         status = @LIB@_invoke();
         if (status != @LIBU@_OK) {
-            return fail("@LIB@_invoke returned ", status, @LIBERR@);
+            return app_fail("@LIB@_invoke returned ", status, @LIBERR@);
         }
         for (uint32_t k = 0; k < @LIBU@_OUTPUT_COUNT; ++k) {
             print_output(item, k);

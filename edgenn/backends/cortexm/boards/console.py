@@ -21,6 +21,10 @@ void app_puts(const char *s);
 void app_put_dec(int32_t value);
 void app_put_hex32(uint32_t value);
 void app_put_hex8(uint8_t value);
+/* A little-endian u32 of the staging area (any alignment). */
+uint32_t app_read_u32(const uint8_t *p);
+/* Prints "@edgenn error <what><value>" and returns status. */
+int app_fail(const char *what, int32_t value, int status);
 /* Ends the run: semihosting SYS_EXIT_EXTENDED (ADP_Stopped_ApplicationExit, status). */
 void app_exit(int status) __attribute__((noreturn));
 
@@ -104,6 +108,22 @@ static void console_flush(void)
 _UARTS = {"cmsdk-apb": _CMSDK_UART, "stm32-usart": _STM32_USART}
 
 _COMMON = """\
+uint32_t app_read_u32(const uint8_t *p)
+{
+    uint32_t value;
+    memcpy(&value, p, sizeof value);
+    return value;
+}
+
+int app_fail(const char *what, int32_t value, int status)
+{
+    app_puts("@edgenn error ");
+    app_puts(what);
+    app_put_dec(value);
+    app_putc('\\n');
+    return status;
+}
+
 void app_puts(const char *s)
 {
     while (*s != '\\0') {
@@ -171,4 +191,5 @@ def console_c(board: Board) -> str:
     uart = template.format(base=board.uart_base, divisor=divisor, clock=board.clock_hz,
                            baud=BAUD)
     return ("/* Console of the example application on " + board.name + ". */\n"
-            "#include <stdint.h>\n\n#include \"console.h\"\n\n" + uart + "\n" + _COMMON)
+            "#include <stdint.h>\n#include <string.h>\n\n#include \"console.h\"\n\n"
+            + uart + "\n" + _COMMON)

@@ -52,22 +52,6 @@ typedef struct {
     uint32_t record; /* records printed so far */
 } svm_script;
 
-static uint32_t read_u32(const uint8_t *p)
-{
-    uint32_t value;
-    memcpy(&value, p, sizeof value);
-    return value;
-}
-
-static int fail(const char *what, int32_t value, int status)
-{
-    app_puts("@edgenn error ");
-    app_puts(what);
-    app_put_dec(value);
-    app_putc('\n');
-    return status;
-}
-
 static void put_record(svm_script *s, uint32_t value)
 {
     uint8_t bytes[sizeof value];
@@ -87,22 +71,22 @@ static int open_script(svm_script *s)
 {
     const uint8_t *stage = SVM_STAGE_START;
     const size_t room = (size_t)((uintptr_t)SVM_STAGE_END - (uintptr_t)SVM_STAGE_START);
-    if (room < 4u * SVM_HEADER_WORDS || read_u32(stage) != SVM_STAGE_MAGIC) {
-        return fail("no staged script in a staging area of bytes ", (int32_t)room,
+    if (room < 4u * SVM_HEADER_WORDS || app_read_u32(stage) != SVM_STAGE_MAGIC) {
+        return app_fail("no staged script in a staging area of bytes ", (int32_t)room,
                     SVM_EXIT_BAD_STAGE);
     }
-    if (read_u32(stage + 4) != FEATURES_INPUT0_BYTES) {
-        return fail("staged input bytes differ from the CNN's: ", (int32_t)read_u32(stage + 4),
+    if (app_read_u32(stage + 4) != FEATURES_INPUT0_BYTES) {
+        return app_fail("staged input bytes differ from the CNN's: ", (int32_t)app_read_u32(stage + 4),
                     SVM_EXIT_BAD_STAGE);
     }
-    s->n_inputs = read_u32(stage + 8);
-    s->n_commands = read_u32(stage + 12);
+    s->n_inputs = app_read_u32(stage + 8);
+    s->n_commands = app_read_u32(stage + 12);
     /* why 64-bit: the counts come from outside and their products must not wrap */
     const uint64_t need = 4u * (uint64_t)SVM_HEADER_WORDS
                           + 4u * (uint64_t)SVM_COMMAND_WORDS * s->n_commands
                           + (4u + (uint64_t)FEATURES_INPUT0_BYTES) * s->n_inputs;
     if (need > room) {
-        return fail("staged script overruns the staging area, bytes ", (int32_t)room,
+        return app_fail("staged script overruns the staging area, bytes ", (int32_t)room,
                     SVM_EXIT_BAD_STAGE);
     }
     s->commands = stage + 4u * SVM_HEADER_WORDS;
@@ -121,7 +105,7 @@ static void stage_input(const svm_script *s, uint32_t i)
 static int train(void)
 {
     const int32_t status = edgenn_svm_train_buffer();
-    return status == 0 ? SVM_EXIT_OK : fail("edgenn_svm_train_buffer returned ", status,
+    return status == 0 ? SVM_EXIT_OK : app_fail("edgenn_svm_train_buffer returned ", status,
                                             SVM_EXIT_ERROR);
 }
 
@@ -131,11 +115,11 @@ static int learn(svm_script *s, uint32_t first, uint32_t count)
         stage_input(s, i);
         int32_t status = edgenn_svm_cnn_extract();
         if (status != 0) {
-            return fail("edgenn_svm_cnn_extract returned ", status, SVM_EXIT_ERROR);
+            return app_fail("edgenn_svm_cnn_extract returned ", status, SVM_EXIT_ERROR);
         }
-        status = edgenn_svm_append_input(read_u32(s->labels + 4u * i));
+        status = edgenn_svm_append_input(app_read_u32(s->labels + 4u * i));
         if (status != 0) {
-            return fail("edgenn_svm_append_input returned ", status, SVM_EXIT_ERROR);
+            return app_fail("edgenn_svm_append_input returned ", status, SVM_EXIT_ERROR);
         }
         /* as the SVM layer learns a stream: train whenever the buffer fills */
         if (edgenn_svm_count() == SVM_CAPACITY) {
@@ -155,7 +139,7 @@ static int classify(svm_script *s, uint32_t first, uint32_t count)
         stage_input(s, i);
         const int32_t label = edgenn_svm_cnn_classify();
         if (label < 0) {
-            return fail("edgenn_svm_cnn_classify returned ", label, SVM_EXIT_ERROR);
+            return app_fail("edgenn_svm_cnn_classify returned ", label, SVM_EXIT_ERROR);
         }
         put_record(s, (uint32_t)label);
     }
@@ -165,11 +149,11 @@ static int classify(svm_script *s, uint32_t first, uint32_t count)
 static int run_command(svm_script *s, uint32_t c)
 {
     const uint8_t *cmd = s->commands + 4u * SVM_COMMAND_WORDS * c;
-    const uint32_t op = read_u32(cmd);
-    const uint32_t first = read_u32(cmd + 4);
-    const uint32_t count = read_u32(cmd + 8);
+    const uint32_t op = app_read_u32(cmd);
+    const uint32_t first = app_read_u32(cmd + 4);
+    const uint32_t count = app_read_u32(cmd + 8);
     if (first > s->n_inputs || count > s->n_inputs - first) {
-        return fail("command reads past the staged inputs: command ", (int32_t)c,
+        return app_fail("command reads past the staged inputs: command ", (int32_t)c,
                     SVM_EXIT_BAD_STAGE);
     }
     switch (op) {
@@ -185,7 +169,7 @@ static int run_command(svm_script *s, uint32_t c)
     case SVM_OP_CLASSIFY:
         return classify(s, first, count);
     default:
-        return fail("unknown command op ", (int32_t)op, SVM_EXIT_BAD_STAGE);
+        return app_fail("unknown command op ", (int32_t)op, SVM_EXIT_BAD_STAGE);
     }
 }
 
@@ -200,7 +184,7 @@ int main(void)
     }
     const int32_t init = edgenn_svm_cnn_init();
     if (init != 0) {
-        return fail("edgenn_svm_cnn_init returned ", init, SVM_EXIT_ERROR);
+        return app_fail("edgenn_svm_cnn_init returned ", init, SVM_EXIT_ERROR);
     }
     for (uint32_t c = 0; c < script.n_commands; ++c) {
         status = run_command(&script, c);
