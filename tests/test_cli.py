@@ -11,17 +11,11 @@ import numpy as np
 import pytest
 
 from edgenn.cli.main import main
+from tests.cli_errors import error_line as _error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 CONV2 = ROOT / "tests" / "fixtures" / "tflite" / "conv2_int8.tflite"
 CNN = ROOT / "edgenn" / "models" / "mnist_cnn.onnx"
-
-
-def _error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err
-    return err
 
 
 def test_missing_model_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

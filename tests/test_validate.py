@@ -17,18 +17,12 @@ from edgenn.data.mnist import mnist_split
 from edgenn.ir.sample import random_inputs
 from edgenn.quantize import quantize_input
 from edgenn.validate import FLOAT_TOLERANCE, compare_output, validate
+from tests.cli_errors import error_line as _error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 AD = ROOT.parent / "shared" / "models" / "mlperf_tiny" / "ad01_int8.tflite"
 CONV2 = ROOT / "tests" / "fixtures" / "tflite" / "conv2_int8.tflite"
 CNN = ROOT / "edgenn" / "models" / "mnist_cnn.onnx"
-
-
-def _error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err
-    return err
 
 
 def _mnist_npz(path: Path, n: int, with_labels: bool = True) -> Path:

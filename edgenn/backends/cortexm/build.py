@@ -67,28 +67,41 @@ def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: l
     return cwd / "model.elf"
 
 
-def build_project(project: Project, env_path: str | None = None) -> Path | None:
+def build_project(project: Project, env_path: str | None = None,
+                  archive: bool = True) -> Path | None:
     """Build ``libNAME.a`` and, unless the folder is library-only, ``model.elf`` (the same
-    commands as the generated Makefile); return the ELF's path (None for a library)."""
+    commands as the generated Makefile); return the ELF's path (None for a library).
+
+    ``archive=False`` (builds only the emulator runs, in temporary folders): no archive; the
+    application links the kernel objects directly, so ``NAME.c`` (the largest source by far)
+    is compiled once, with the hook, instead of twice.
+    """
     from edgenn.backends.cortexm.codegen.library import HOOK_MACRO
 
     cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
     ar = str(Path(cc).with_name(Path(cc).name[:-len("gcc")] + "ar"))
     cwd = project.out_dir
     cflags = project.cflags
-    lib_objs = [s[:-2] + ".o" for s in project.lib_sources]
-    jobs = [(s, o, cflags) for s, o in zip(project.lib_sources, lib_objs, strict=True)]
+    archive = archive or not project.app_sources or not project.hooked
+    model_c = f"{project.name}.c"
+    lib_sources = [s for s in project.lib_sources if archive or s != model_c]
+    lib_objs = [s[:-2] + ".o" for s in lib_sources]
+    jobs = [(s, o, cflags) for s, o in zip(lib_sources, lib_objs, strict=True)]
     app_objs = [s[:-2] + ".o" for s in project.app_sources]
     jobs += [(s, o, cflags) for s, o in zip(project.app_sources, app_objs, strict=True)]
     if project.hooked:
         hooked = f"{project.name}_hooked.o"
-        jobs.append((f"{project.name}.c", hooked, [*cflags, f"-D{HOOK_MACRO}=edgenn_mark"]))
+        jobs.append((model_c, hooked, [*cflags, f"-D{HOOK_MACRO}=edgenn_mark"]))
         app_objs.append(hooked)
     _compile_all(cc, cwd, jobs)
-    (cwd / project.library).unlink(missing_ok=True)
-    _run([ar, "rcs", project.library, *lib_objs], cwd, f"archiving {project.library}")
+    link_with = [project.library]
+    if archive:
+        (cwd / project.library).unlink(missing_ok=True)
+        _run([ar, "rcs", project.library, *lib_objs], cwd, f"archiving {project.library}")
+    else:
+        link_with = lib_objs
     if not project.app_sources:
         return None
-    _run([cc, *project.ldflags, *app_objs, project.library, "-o", "model.elf", "-lm"], cwd,
+    _run([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
          "linking model.elf")
     return cwd / "model.elf"

@@ -331,7 +331,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                            stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
                            skip_configs=skip_configs, widened_layers=plan.widened,
                            compact_layers=plan.compact, **settings)
-        elf = build_project(project)
+        # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
+        elf = build_project(project, archive=tmp is None)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     trial: dict[FlashPlan, CortexMExecutable] = {}

@@ -159,25 +159,25 @@ EDGENN_ACLE_INLINE int64_t edgenn_smlald(uint32_t a, uint32_t b, int64_t acc)
     return acc + (int64_t)edgenn_smuad(a, b);
 }
 /* the products wrap into the accumulator as the core does */
+EDGENN_ACLE_INLINE int32_t edgenn_acle_mla16(int32_t x, int32_t y, int32_t acc)
+{
+    return (int32_t)((uint32_t)acc + (uint32_t)(x * y));
+}
 EDGENN_ACLE_INLINE int32_t edgenn_smlabb(int32_t a, int32_t b, int32_t acc)
 {
-    int32_t p = edgenn_acle_lo16((uint32_t)a) * edgenn_acle_lo16((uint32_t)b);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
+    return edgenn_acle_mla16(edgenn_acle_lo16((uint32_t)a), edgenn_acle_lo16((uint32_t)b), acc);
 }
 EDGENN_ACLE_INLINE int32_t edgenn_smlabt(int32_t a, int32_t b, int32_t acc)
 {
-    int32_t p = edgenn_acle_lo16((uint32_t)a) * edgenn_acle_hi16((uint32_t)b);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
+    return edgenn_acle_mla16(edgenn_acle_lo16((uint32_t)a), edgenn_acle_hi16((uint32_t)b), acc);
 }
 EDGENN_ACLE_INLINE int32_t edgenn_smlatb(int32_t a, int32_t b, int32_t acc)
 {
-    int32_t p = edgenn_acle_hi16((uint32_t)a) * edgenn_acle_lo16((uint32_t)b);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
+    return edgenn_acle_mla16(edgenn_acle_hi16((uint32_t)a), edgenn_acle_lo16((uint32_t)b), acc);
 }
 EDGENN_ACLE_INLINE int32_t edgenn_smlatt(int32_t a, int32_t b, int32_t acc)
 {
-    int32_t p = edgenn_acle_hi16((uint32_t)a) * edgenn_acle_hi16((uint32_t)b);
-    return (int32_t)((uint32_t)acc + (uint32_t)p);
+    return edgenn_acle_mla16(edgenn_acle_hi16((uint32_t)a), edgenn_acle_hi16((uint32_t)b), acc);
 }
 EDGENN_ACLE_INLINE uint32_t edgenn_sxtb16(uint32_t x)
 {
