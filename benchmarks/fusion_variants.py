@@ -1,16 +1,21 @@
 """Layer fusion ablation on Cortex-M4 (cycle model): (a) layer by layer, (b) ring with modulo
 addressing, (c) hoisted row pointers, (d) hoisted + 2-pixel SMLAD reuse; arena of each, and
-CMSIS-NN's layer-by-layer figures from ../shared/cortex-m4-timing.md beside A, B, C.
+CMSIS-NN's layer-by-layer figures (docs/cycle_model.md) beside A, B, C. Also the reference
+runtime's memory plans (``plan_graph``) unfused and with every chain fused, with the rings
+the code plans (``RING_ELEMENT_BYTES``).
 
     .venv/bin/python benchmarks/fusion_variants.py [--clock-mhz 64]
 
-Writes benchmarks/results/fusion_variants.json. Cycles follow the project's Cortex-M4 cycle
-model (zero wait states; flash wait states, caches and bus contention ignored).
+Writes benchmarks/results/fusion_variants.json; ``tools/results_doc.py`` renders docs/fusion.md's
+tables and README's fusion figures from it. Cycles follow the project's Cortex-M4 cycle
+model (docs/cycle_model.md: zero wait states; flash wait states, caches and bus contention
+ignored).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -21,16 +26,23 @@ from edgenn.api import compile_model, load_model
 from edgenn.cli.console import console, table
 from edgenn.datasets import dataset_split
 from edgenn.evaluate import images_to_input
+from edgenn.fusion import LAYER_BY_LAYER, VARIANT_ALIASES
+from edgenn.memory import plan_graph
 from edgenn.passes.fusion.chains import find_chains
-from edgenn.passes.fusion.rewrite import apply_fusion
+from edgenn.passes.fusion.rewrite import RING_ELEMENT_BYTES, apply_fusion
+from edgenn.passes.fusion.ring import ring_bytes
 from edgenn.utils import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
 MODELS = ("model_a_int8", "model_b_int8", "model_c_int8", "conv2_int8", "dwsep_int8",
           "resnet_int8")
-VARIANTS = {"a": None, "b": "ring_modulo", "c": "ring_hoisted", "d": "ring_hoisted_pair"}
-# ../shared/cortex-m4-timing.md: CMSIS-NN -O3 total cycles and layer-by-layer peak RAM
+# results keep the ablation's labels a-d as keys: a = layer_by_layer (None: unfused),
+# b = ring_modulo, c = ring_hoisted, d = ring_hoisted_pair (edgenn.fusion.VARIANT_ALIASES)
+VARIANTS = {label: None if name == LAYER_BY_LAYER else name
+            for label, name in VARIANT_ALIASES.items()}
+# docs/cycle_model.md (the baseline recorded under the same cycle rules): CMSIS-NN -O3 total
+# cycles and layer-by-layer peak RAM
 CMSIS_NN = {"model_a_int8": (8_269_856, 29_824), "model_b_int8": (14_571_584, 41_216),
             "model_c_int8": (4_360_151, 19_104)}
 
@@ -49,6 +61,18 @@ def measure(model: str) -> dict[str, Any]:
     if model in CMSIS_NN:
         row["cmsis_nn"] = {"cycles": CMSIS_NN[model][0], "arena_bytes": CMSIS_NN[model][1]}
     return row
+
+
+def reference_plan(model: str, variant: str = "ring_hoisted_pair") -> dict[str, Any]:
+    """The reference runtime's arena (greedy plan, 16-byte alignment) unfused and with every
+    maximal chain fused as ``variant`` (rings of ``RING_ELEMENT_BYTES[variant]`` per value)."""
+    g = load_model(FIXTURES / f"{model}.tflite")
+    chains = find_chains(g)
+    fused = apply_fusion(g, chains, variant) if chains else g
+    element = RING_ELEMENT_BYTES[variant]
+    return {"model": model, "variant": variant, "ring_element_bytes": element,
+            "unfused_bytes": plan_graph(g).peak_bytes, "fused_bytes": plan_graph(fused).peak_bytes,
+            "ring_bytes": [ring_bytes(c, element) for c in chains]}
 
 
 def main() -> None:
@@ -85,8 +109,9 @@ def main() -> None:
                         ["model", "CMSIS-NN layer by layer", "(a)", "(b)", "(c)", "(d)",
                          "(d) vs (a)"], ram_rows))
     out = ROOT / "benchmarks" / "results" / "fusion_variants.json"
-    payload = {"clock_mhz": args.clock_mhz, "cycle_model": "cortex-m4-trm-zero-wait-state",
-               "results": rows}
+    payload = {"benchmark": "fusion_variants", "date": dt.date.today().isoformat(),
+               "clock_mhz": args.clock_mhz, "cycle_model": "cortex-m4-trm-zero-wait-state",
+               "results": rows, "reference_plans": [reference_plan(m) for m in MODELS]}
     atomic_write_bytes(out, (json.dumps(payload, indent=1) + "\n").encode())
     console.print(f"wrote {out}")
 

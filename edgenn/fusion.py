@@ -1,5 +1,16 @@
 """Layer fusion as users ask for it: ``--fuse none|all|auto``, a variant, a RAM budget.
 
+The variants (``--fusion-variant``), slowest address arithmetic first:
+
+- ``layer_by_layer``: no fusion, every layer writes its whole output map;
+- ``ring_modulo``: fused chain, each tap's ring address computed per pixel with a modulo;
+- ``ring_hoisted``: fused chain, the ring's row addresses hoisted out of the pixel loop;
+- ``ring_hoisted_pair`` (default): ``ring_hoisted`` + two adjacent output pixels per step,
+  each weight pair loaded once for two SMLAD dual multiply-accumulates.
+
+``a``, ``b``, ``c``, ``d`` (the ablation's labels, in that order) and hyphenated spellings
+(``ring-hoisted-pair``) are accepted as aliases.
+
 The mechanics live in ``edgenn.passes.fusion`` (chains, rings, planner); this module turns the
 CLI / API options into a fused graph for a target. For a Cortex-M target, ``auto`` measures:
 it builds the layer-by-layer firmware and the all-fused one once each, and gives the planner
@@ -13,12 +24,26 @@ from typing import Any
 
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
+from edgenn.passes.fusion import VARIANTS as RING_VARIANTS
 from edgenn.passes.fusion import FusionDecision, find_chains, plan_fusion
+from edgenn.passes.fusion.planner import MODES as FUSE_MODES
 
-# The issue's ablation letters -> the fused-chain variants; (a) is layer by layer.
-VARIANTS = {"a": None, "b": "ring_modulo", "c": "ring_hoisted", "d": "ring_hoisted_pair"}
-BEST_VARIANT = "d"
-FUSE_MODES = ("none", "all", "auto")
+LAYER_BY_LAYER = "layer_by_layer"
+# every --fusion-variant: layer by layer, then the fused-chain kernels of passes.fusion
+FUSION_VARIANTS = (LAYER_BY_LAYER, *RING_VARIANTS)
+BEST_VARIANT = "ring_hoisted_pair"
+# why aliases: the ablation's labels (a)-(d), used by scripts and results before the names
+VARIANT_ALIASES = dict(zip(("a", "b", "c", "d"), FUSION_VARIANTS, strict=True))
+
+__all__ = ["BEST_VARIANT", "FUSE_MODES", "FUSION_VARIANTS", "LAYER_BY_LAYER", "VARIANT_ALIASES",
+           "fuse_for_target", "fusion_options", "fusion_variant_name", "measured_costs"]
+
+
+def fusion_variant_name(name: str) -> str:
+    """The canonical spelling of a variant name or alias (``d``, ``ring-hoisted-pair`` ->
+    ``ring_hoisted_pair``); an unknown name comes back unchanged for the caller to reject."""
+    key = name.strip().lower().replace("-", "_")
+    return VARIANT_ALIASES.get(key, key)
 
 
 def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
@@ -26,13 +51,13 @@ def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
                     latency_bound: float | None = None) -> FusionDecision:
     """Decide and apply fusion; ``decision.graph`` is what to compile."""
     if fuse not in FUSE_MODES:
-        raise EdgennError(f"unknown --fuse {fuse!r} (none, all or auto)")
-    if variant not in VARIANTS:
-        raise EdgennError(f"unknown --fusion-variant {variant!r} (a, b, c or d)")
-    ring_variant = VARIANTS[variant]
-    if ring_variant is None:  # (a): layer by layer, whatever --fuse says
-        fuse, ring_variant = "none", VARIANTS[BEST_VARIANT]
-    assert ring_variant is not None
+        raise EdgennError(f"unknown --fuse {fuse!r} ({', '.join(FUSE_MODES)})")
+    ring_variant = fusion_variant_name(variant)
+    if ring_variant not in FUSION_VARIANTS:
+        raise EdgennError(f"unknown --fusion-variant {variant!r} ({', '.join(FUSION_VARIANTS)};"
+                          " or a, b, c, d in that order)")
+    if ring_variant == LAYER_BY_LAYER:  # whatever --fuse says
+        fuse, ring_variant = "none", BEST_VARIANT
     arena = None
     cost: dict[object, float] | None = None
     if target != "ref":

@@ -8,6 +8,13 @@ from typing import Any
 from edgenn.api import compile_model, load_model
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.console import console
+from edgenn.fusion import (
+    BEST_VARIANT,
+    FUSE_MODES,
+    FUSION_VARIANTS,
+    LAYER_BY_LAYER,
+    fusion_variant_name,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -58,12 +65,15 @@ def add_skip_option(p: argparse.ArgumentParser) -> None:
 
 def add_fusion_options(p: argparse.ArgumentParser) -> None:
     """Layer fusion (docs/fusion.md), on every command that compiles a model."""
-    p.add_argument("--fuse", choices=("none", "all", "auto"), default=None,
+    p.add_argument("--fuse", choices=FUSE_MODES, default=None,
                    help="fuse Conv2D chains through rolling row buffers (default: none, or all "
-                        "when --fusion-variant b/c/d is given)")
-    p.add_argument("--fusion-variant", choices=("a", "b", "c", "d"), default=None,
-                   help="a: layer by layer; b: ring with per-pixel modulo; c: hoisted row "
-                        "pointers; d: c + 1x2 output-pixel reuse with SMLAD (the default)")
+                        "when a ring_* --fusion-variant is given)")
+    p.add_argument("--fusion-variant", choices=FUSION_VARIANTS, default=None,
+                   type=fusion_variant_name, metavar="VARIANT",
+                   help="layer_by_layer (no fusion); ring_modulo (fused, per-pixel modulo "
+                        "into the ring); ring_hoisted (fused, row addresses hoisted per output "
+                        "row); ring_hoisted_pair (ring_hoisted + two output pixels per step "
+                        "with SMLAD; the default). Aliases: a, b, c, d in that order")
     p.add_argument("--ram-budget", type=int, default=None,
                    help="with --fuse auto: the fastest plan whose arena fits this many bytes")
     p.add_argument("--latency-bound", type=float, default=None,
@@ -77,7 +87,8 @@ def add_vta_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vta-preset", default=None, choices=tuple(PRESETS),
                    help="with --target vta: the board (default: zcu102, 333 MHz, 128-bit AXI)")
     p.add_argument("--vta-schedule", default=None, metavar="SCHEDULE",
-                   help="with --target vta: GEMM schedule tiled2, optimized or ours (default)")
+                   help="with --target vta: GEMM schedule tiled2, optimized or tall_pipelined "
+                        "(the default; ours is an alias of it)")
     p.add_argument("--vta-bus-bits", type=int, default=None, metavar="BITS",
                    help="with --target vta: AXI bus width instead of the preset's (64 or 128)")
 
@@ -137,8 +148,8 @@ def _fusion(args: argparse.Namespace) -> dict[str, Any]:
     variant = getattr(args, "fusion_variant", None)
     fuse = getattr(args, "fuse", None)
     if fuse is None:
-        fuse = "all" if variant in ("b", "c", "d") else "none"
-    return {"fuse": fuse, "fusion_variant": variant or "d",
+        fuse = "none" if variant in (None, LAYER_BY_LAYER) else "all"
+    return {"fuse": fuse, "fusion_variant": variant or BEST_VARIANT,
             "ram_budget": getattr(args, "ram_budget", None),
             "latency_bound": getattr(args, "latency_bound", None)}
 

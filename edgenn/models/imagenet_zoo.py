@@ -1,7 +1,8 @@
 """AlexNet, VGG16 and GoogLeNet at ImageNet shape with seeded random weights (ONNX).
 
-The paper's benchmark networks, built as torchvision defines them (no pretrained weights can
-be downloaded; latency and agreement with onnxruntime do not depend on the values):
+The benchmark networks of Cha, Kwon and Lee (2023, docs/references.md), built as torchvision
+defines them (no pretrained weights can be downloaded; latency and agreement with onnxruntime
+do not depend on the values):
 
 * ``alexnet``: torchvision's one-tower AlexNet (5 convolutions, 3 max pools, 3 dense),
   input 224x224, 0.71 GMAC;

@@ -1,4 +1,5 @@
-"""Convergence plots: best latency found so far against the trial count (the paper's Figs 9-11).
+"""Convergence plots: best latency found so far against the trial count (Figs 9-11 of
+Cha, Kwon and Lee 2023, docs/references.md).
 """
 
 from __future__ import annotations

@@ -79,7 +79,8 @@ class LayerReport:
 
     @property
     def gain_pct(self) -> float | None:
-        """How much faster the best is than the baseline, as the paper reports it:
+        """How much faster the best is than the baseline, as Cha, Kwon and Lee
+        (2023) report it:
         (baseline / best - 1) x 100."""
         base, best = self.baseline_ms, self.best_ms
         return (base / best - 1) * 100 if base and best else None

@@ -97,7 +97,8 @@ class LayerSpace(Generic[K]):
     ``default_kernel``: the rule-based choice (measured first; the baseline);
     ``default_threads``: threads of the default schedule (ACL: the smallest cluster's cores);
     ``mode``: ``all``, ``kernel`` (schedule fixed to the default) or ``schedule`` (kernel fixed
-    to the default): the paper's Kernel-only and Schedule-only rows.
+    to the default): the Kernel-only and Schedule-only rows of Cha, Kwon and
+    Lee (2023).
     """
 
     def __init__(self, kernels: Sequence[K], cluster_cores: Sequence[int], *,

@@ -33,7 +33,8 @@ class KernelLibrary(Protocol):
 
 
 def kernel_library() -> KernelLibrary:
-    """The real kernels (helper H1's package), imported when first needed."""
+    """The real kernels: the ``edgenn.backends.host.kernels`` package (generated C for direct,
+    im2col + GEMM, Winograd and depthwise convolution), imported when first needed."""
     from edgenn.backends.host import kernels
 
     return kernels

@@ -25,8 +25,8 @@
  * thread that has computed its partitions in t ns of its own CPU time on a CPU of capacity
  * c < 1 then busy-waits until it has used (1/c - 1) * t ns more, so its work costs t / c, as
  * on a core c times as fast. Design points, each measured on this project's 2-vCPU VM:
- *  - One kernel call over the task's whole range, as without emulation (the paper's "spin
- *    after each partition" gives the same total): per-partition or per-chunk calls made the
+ *  - One kernel call over the task's whole range, as without emulation (spinning after
+ *    each partition instead gives the same total): per-partition or per-chunk calls made the
  *    kernels' own per-call set-up (packing, transforms) cost up to 50% more CPU time, which
  *    would have made the emulated LITTLE core slower than 1/c and the unpinned baseline pay
  *    for calls a real thread does not make.

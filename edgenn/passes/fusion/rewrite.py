@@ -9,11 +9,14 @@ from edgenn.ir import Graph, Node
 from edgenn.passes.fusion.chains import Chain
 from edgenn.passes.fusion.ring import ring_bytes
 
-# The variants (b), (c), (d); (a) layer by layer is the unfused graph.
+# The fused-chain kernels: per-pixel modulo ring addressing, row addresses hoisted per output
+# row, and hoisted + two output pixels per SMLAD step (edgenn.fusion adds layer_by_layer,
+# the unfused graph, and the aliases a-d).
 VARIANTS = ("ring_modulo", "ring_hoisted", "ring_hoisted_pair")
 # Bytes per ring element each variant stores: the Cortex-M kernel keeps every ring in int16
 # (values minus the reader's zero point, SMLAD operands as they are) in all three variants,
-# so (b) and (c) differ from (d) only in addressing / pixel reuse, and plans count 2 bytes.
+# so ring_modulo and ring_hoisted differ from ring_hoisted_pair only in addressing /
+# pixel reuse, and plans count 2 bytes.
 RING_ELEMENT_BYTES = {"ring_modulo": 2, "ring_hoisted": 2, "ring_hoisted_pair": 2}
 
 

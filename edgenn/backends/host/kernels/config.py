@@ -1,6 +1,7 @@
 """What a host kernel is: the algorithm and micro-kernel the search chooses between.
 
-The names follow Arm Compute Library, whose fixed rules the paper's search replaces:
+The names follow Arm Compute Library, whose fixed rules the profile-based search
+(Cha, Kwon and Lee 2023, docs/references.md) replaces:
 
 * algorithms: ``direct``, ``im2col`` (+ GEMM), ``indirect`` (GEMM over a pointer buffer, no
   im2col copy), ``gemm`` (a 1x1 stride-1 convolution or a FullyConnected layer is already a

@@ -1,4 +1,5 @@
-"""The rule-based default: Arm Compute Library's fixed choices, as the paper's baseline.
+"""The rule-based default: Arm Compute Library's fixed choices, the baseline of Cha, Kwon
+and Lee (2023).
 
 Convolution method (``NEConvolutionLayer::get_convolution_method``, ACL 19.x-20.x, fp32):
 
