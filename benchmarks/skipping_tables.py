@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from edgenn.api import compile_model, load_model, quantize_model
-from edgenn.cli.bench_cmd import bench_input
 from edgenn.cli.console import console, table
 from edgenn.datasets import dataset_split
-from edgenn.evaluate import images_to_input, predict
+from edgenn.evaluate import bench_input, images_to_input, predict
 from edgenn.models import shipped_model_path
 from edgenn.passes.skip import all_configs, apply_skip, find_blocks
 from edgenn.skipping import profile_configs

@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from edgenn.errors import ShapeError
+from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph
+from edgenn.ir.sample import random_inputs
 
 Runner = Callable[[np.ndarray], np.ndarray]
 
@@ -51,3 +52,22 @@ def predict(run: Runner, x: np.ndarray, batch: int = 500,
         if on_batch is not None:
             on_batch(sl.stop - sl.start)
     return np.concatenate(preds) if preds else np.zeros(0, np.int64)
+
+
+def bench_inputs(graph: Graph) -> list[np.ndarray]:
+    """A real MNIST test digit where the model's one input holds one, else seeded random
+    data for every input (``edgenn.ir.sample.random_inputs``)."""
+    if len(graph.inputs) == 1:
+        try:
+            from edgenn.datasets import dataset_split
+
+            images, _ = dataset_split("mnist", "test")
+            return [images_to_input(graph, images[:1])]
+        except EdgennError:
+            pass
+    return random_inputs(graph)
+
+
+def bench_input(graph: Graph) -> np.ndarray:
+    """The first of ``bench_inputs`` (single-input callers)."""
+    return bench_inputs(graph)[0]

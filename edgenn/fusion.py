@@ -85,7 +85,7 @@ def measured_costs(graph: Graph, target: str, ring_variant: str) -> dict[object,
     compares a measured figure with an analytic one for the same decision.
     """
     from edgenn.backends.cortexm.executable import compile_cortexm
-    from edgenn.cli.bench_cmd import bench_input
+    from edgenn.evaluate import bench_input
     from edgenn.passes.fusion import apply_fusion, segmentations
 
     x = bench_input(graph)

@@ -7,8 +7,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from edgenn.api import compile_model, load_model
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.compile_cmd import (
@@ -18,14 +16,14 @@ from edgenn.cli.compile_cmd import (
     device_options,
 )
 from edgenn.cli.console import console, table
-from edgenn.errors import EdgennError
+from edgenn.evaluate import bench_inputs
 from edgenn.ir import Graph
-from edgenn.ir.sample import random_inputs
 from edgenn.utils import atomic_write_bytes
 
 CYCLE_MODEL_NOTE = (
-    "Cortex-M4 TRM cycle rules of shared/cortex-m4-timing.md: zero wait states; flash wait "
-    "states, caches, bus contention, unaligned accesses and interrupts ignored"
+    "edgenn's Cortex-M4 cycle model (docs/cycle_model.md, the TRM's cycle rules): zero wait "
+    "states; flash wait states, caches, bus contention, unaligned accesses and interrupts "
+    "ignored"
 )
 
 
@@ -47,27 +45,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--warmup", type=int, default=3,
                    help="with --target host: untimed runs first")
     p.set_defaults(func=run)
-
-
-def bench_inputs(graph: Graph) -> list[np.ndarray]:
-    """A real MNIST test digit where the model's one input holds one, else seeded random
-    data for every input (``edgenn.ir.sample.random_inputs``)."""
-    from edgenn.evaluate import images_to_input
-
-    if len(graph.inputs) == 1:
-        try:
-            from edgenn.datasets import dataset_split
-
-            images, _ = dataset_split("mnist", "test")
-            return [images_to_input(graph, images[:1])]
-        except EdgennError:
-            pass
-    return random_inputs(graph)
-
-
-def bench_input(graph: Graph) -> np.ndarray:
-    """The first of ``bench_inputs`` (single-input callers)."""
-    return bench_inputs(graph)[0]
 
 
 def bench_report(graph: Graph, target: str, clock_mhz: float, **options: Any) -> dict[str, Any]:

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+
+from edgenn.progress import err_console, progress
+
+__all__ = ["console", "err_console", "progress", "table"]
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns, so tables
 # are not truncated.
 console = Console(width=None if sys.stdout.isatty() else 140)
-err_console = Console(stderr=True)
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
@@ -27,18 +28,3 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
     return t
 
 
-@contextmanager
-def progress(description: str, total: int) -> Iterator[Any]:
-    """A progress bar; yields ``advance(n)``. Quiet when stderr is not a terminal."""
-    bar = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-    with bar:
-        task = bar.add_task(description, total=total)
-        yield lambda n=1: bar.advance(task, n)

@@ -17,7 +17,7 @@ from edgenn.utils import atomic_write_bytes
 def host_bench_report(graph: Graph, repeats: int = 20, warmup: int = 3,
                       **options: Any) -> dict[str, Any]:
     """Compile for the host, time ``repeats`` inferences of one input; the JSON report."""
-    from edgenn.cli.bench_cmd import bench_input
+    from edgenn.evaluate import bench_input
 
     exe = compile_model(graph, target="host", **options)
     return exe.bench(bench_input(graph), repeats=repeats, warmup=warmup).to_json()

@@ -41,9 +41,9 @@ def load_int8(model: str | None) -> Any:
 def measure(graph: Any, clock_mhz: float) -> list[Any]:
     """Every configuration: accuracy (ref, 2,000 digits), MACs, RAM, Cortex-M4 cycles."""
     from edgenn.api import compile_model
-    from edgenn.cli.bench_cmd import bench_input
     from edgenn.cli.console import progress
     from edgenn.datasets import dataset_split
+    from edgenn.evaluate import bench_input
     from edgenn.passes.skip import all_configs, find_blocks
     from edgenn.skipping import profile_configs
 

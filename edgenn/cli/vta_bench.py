@@ -16,7 +16,7 @@ from edgenn.utils import atomic_write_bytes
 
 def vta_bench_report(graph: Graph, **options: Any) -> tuple[dict[str, Any], list[str]]:
     """Compile for the accelerator, run one inference; (JSON report, per-layer log lines)."""
-    from edgenn.cli.bench_cmd import bench_input
+    from edgenn.evaluate import bench_input
 
     exe = compile_model(graph, target="vta", **options)
     report = exe.bench(bench_input(graph))

@@ -92,7 +92,7 @@ def train_skipnet(
     minimises their :func:`joint_loss`. ``on_epoch(epoch, mean_loss)`` is called after each
     epoch (1-based).
     """
-    from edgenn.cli.console import progress
+    from edgenn.progress import progress
 
     def quiet(_: int = 1) -> None:
         return None

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.resize import Taps
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
-from edgenn.backends.ref.kernels.resize import Taps
 from edgenn.ir import DType, Graph, Node
 
 SRC = ("edgenn_resize.c",)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from onnx import NodeProto
 
-from edgenn.backends.ref.kernels.resize import float_taps, nearest_indices
+from edgenn.arith.resize import float_taps, nearest_indices
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.registry import converter
 from edgenn.frontends.onnx.values import nchw_axis_to_nhwc
