@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from edgenn.analysis import node_macs
 from edgenn.ir import Graph, Node
 from edgenn.passes.fusion.chains import Chain
 
@@ -23,18 +24,6 @@ CYCLES_PER_ELEMENT = 2.0
 # Assumed fused / layer-by-layer cycle ratio per variant: the per-pixel modulo of (b) costs,
 # hoisting (c) removes it, 1x2 pixel reuse (d) saves loads.
 FUSED_RATIO = {"ring_modulo": 1.10, "ring_hoisted": 1.00, "ring_hoisted_pair": 0.93}
-
-
-def node_macs(graph: Graph, node: Node) -> int:
-    """Multiply-accumulates of a Conv2D or FullyConnected node (0 for other operators)."""
-    if node.op not in ("Conv2D", "FullyConnected"):
-        return 0
-    w = graph.tensor(node.inputs[1])
-    out = graph.tensor(node.outputs[0])
-    per_output = 1
-    for d in w.shape[1:]:
-        per_output *= d
-    return out.size * per_output
 
 
 def kernel_kind(graph: Graph, node: Node) -> str:
