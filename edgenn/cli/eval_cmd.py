@@ -4,7 +4,6 @@ top-1 accuracy of a classifier (the argmax of its first output), per class in th
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, progress
+from edgenn.cli.options import add_json_option, write_json
 from edgenn.errors import DataError
 from edgenn.ir import Graph
 
@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
     add_vta_options(p)
     add_host_options(p)
     p.add_argument("--limit", type=int, default=None, help="evaluate only the first N samples")
-    p.add_argument("--json", default=None, help="also write the result as JSON here")
+    add_json_option(p, "the result")
     p.set_defaults(func=run)
 
 
@@ -62,7 +62,6 @@ def data_inputs(graph: Graph, path: str) -> tuple[list[np.ndarray], np.ndarray]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgenn.utils import atomic_write_bytes
     from edgenn.validate import per_class_accuracy, run_batched, top1
 
     if args.data is not None and args.split is not None:
@@ -95,5 +94,5 @@ def run(args: argparse.Namespace) -> int:
         result = {"model": args.model, **source, "target": args.target,
                   "samples": len(labels), "accuracy": acc,
                   "per_class_accuracy": per_class_accuracy(pred, labels)}
-        atomic_write_bytes(args.json, json.dumps(result, indent=2).encode())
+        write_json(args.json, result)
     return 0

@@ -7,7 +7,6 @@ analyze)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from edgenn.analysis import layer_costs
@@ -17,6 +16,7 @@ from edgenn.backends.cortexm.flash_policy import constant_bytes
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import CORES, get_core
 from edgenn.cli.console import console, table
+from edgenn.cli.options import add_json_option, write_json
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import Graph
 from edgenn.memory import MemoryPlan, plan_graph
@@ -25,7 +25,7 @@ from edgenn.memory import MemoryPlan, plan_graph
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("inspect", help="show a model's layers, MACs, parameters and arena plan")
     p.add_argument("model", help=".onnx or .tflite file")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_option(p, "the analysis instead of the table", bare_means_stdout=True)
     p.add_argument("--planner", choices=("greedy", "linear"), default="greedy")
     p.add_argument("--target", choices=tuple(CORES), default=None,
                    help="also show the kernel each layer gets on this core (weights int8) and "
@@ -167,8 +167,8 @@ def run(args: argparse.Namespace) -> int:
             layer["kernel"] = kernel
         info["unsupported"] = unsupported_line(graph, target, kernels)
         add_target_costs(info, graph, target)
-    if args.json:
-        print(json.dumps(info, indent=2))
+    if args.json is not None:
+        write_json(args.json, info)
         return 0
     console.print(layer_table(args.model, info, bool(target)))
     for t in info["inputs"]:

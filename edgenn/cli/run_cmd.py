@@ -31,7 +31,7 @@ def add_parser(sub: Any) -> None:
                    help="[N, *input shape] in the model's input dtype (.npy); repeat once per "
                         "model input in its order, or give one .npz with arrays named after "
                         "the inputs")
-    p.add_argument("--output", required=True, action="append",
+    p.add_argument("-o", "--output", required=True, action="append",
                    help="where to write [N, *output shape] (.npy); repeat once per model "
                         "output, or give one .npz (arrays named after the outputs)")
     p.add_argument("--target", default="ref", choices=TARGETS)

@@ -9,12 +9,11 @@ the best records automatically (``--schedule tuned``, the default).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from edgenn.cli.console import console, err_console, table
-from edgenn.utils import atomic_write_bytes
+from edgenn.cli.options import add_json_option, write_json
 
 
 def add_parser(sub: Any) -> None:
@@ -58,7 +57,7 @@ def add_parser(sub: Any) -> None:
                    help="tune only these layers (node names, comma-separated)")
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="convergence plot (default out/tune/MODEL-STRATEGY-convergence.png)")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the report as JSON")
+    add_json_option(p, "the report")
     p.set_defaults(func=run)
 
 
@@ -107,8 +106,7 @@ def run(args: argparse.Namespace) -> int:
                          f"{graph.name}: {args.strategy} on {target.describe()}",
                          baseline=report.baseline_ms)
         console.print(f"wrote {plot}")
-    if args.json:
-        atomic_write_bytes(args.json, json.dumps(report.to_json(), indent=2).encode())
+    if args.json is not None and not write_json(args.json, report.to_json()):
         console.print(f"wrote {args.json}")
     return 0
 

@@ -6,7 +6,6 @@ any differing element of an integer output, or a float output beyond the toleran
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, progress, table
+from edgenn.cli.options import STDOUT, add_json_option, write_json
 from edgenn.errors import DataError
 from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
 
@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
                       help="N seeded random inputs (the default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random")
     p.add_argument("--limit", type=int, default=None, help="validate only the first N samples")
-    p.add_argument("--json", default=None, metavar="PATH", help="also write the report here")
+    add_json_option(p, "the report")
     add_device_options(p)
     add_vta_options(p)
     add_host_options(p)
@@ -47,7 +47,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from edgenn.ir.sample import random_inputs
-    from edgenn.utils import atomic_write_bytes
 
     if args.random is not None and args.random < 1:
         raise DataError(f"--random {args.random}: give at least one sample")
@@ -77,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
     board = options.get("board", "generic")
     if board != "generic":  # say where it ran: the board's application in QEMU
         report.target = f"{args.target} ({board}, {getattr(exe, 'emulator', 'qemu')})"
-    print_report(report)
-    if args.json:
-        atomic_write_bytes(args.json, json.dumps(report.to_dict(), indent=2).encode())
+    if args.json != STDOUT:  # why: stdout then holds the JSON only
+        print_report(report)
+    write_json(args.json, report.to_dict())
     return 0 if report.passed else 1
 
 

@@ -1,5 +1,5 @@
-"""``edgenn vta-gemm --m M --k K --n N --schedule tiled2|optimized|ours [--check] [--json OUT]``:
-one int8 GEMM on the simulated VTA-class accelerator, with its timing report.
+"""``edgenn vta-gemm --m M --k K --n N --schedule tiled2|optimized|tall_pipelined [--check]
+[--json OUT]``: one int8 GEMM on the simulated VTA-class accelerator, with its timing report.
 
 ``--check`` compares the result with numpy (int32 accumulation, then the same shift and clip)
 and exits 2 on any difference. Times are the timing model's cycles at the preset's clock.
@@ -15,7 +15,9 @@ import numpy as np
 
 from edgenn.backends.vta.config import DEFAULT_PRESET, PRESETS, VtaConfig
 from edgenn.backends.vta.gemm import SCHEDULES, GemmRun, run_gemm
+from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE, SCHEDULE_ALIASES
 from edgenn.cli.console import console, table
+from edgenn.cli.options import add_json_option, write_json
 from edgenn.errors import EdgennError
 from edgenn.utils import atomic_write_bytes
 
@@ -29,18 +31,21 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--m", type=int, required=True, help="rows of A and C")
     p.add_argument("--k", type=int, required=True, help="columns of A, rows of B")
     p.add_argument("--n", type=int, required=True, help="columns of B and C")
-    p.add_argument("--schedule", choices=SCHEDULES, default="ours")
+    p.add_argument("--schedule", choices=SCHEDULES, default=DEFAULT_SCHEDULE,
+                   type=lambda s: SCHEDULE_ALIASES.get(s, s),
+                   help="GEMM schedule (default tall_pipelined; ours is an alias of it)")
     p.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,
                    help="board: clock and AXI width")
     p.add_argument("--bus-bits", type=int, default=None, help="override the preset's AXI width")
-    p.add_argument("--out", choices=("int8", "int32"), default="int8",
+    p.add_argument("--output-type", "--out", dest="out", choices=("int8", "int32"),
+                   default="int8",
                    help="int8: shift and clip on the ALU; int32: whole accumulators")
     p.add_argument("--shift", type=int, default=0, help="int8 output: arithmetic right shift")
     p.add_argument("--bias", action="store_true", help="add a random int32 bias per column")
     p.add_argument("--seed", type=int, default=0, help="seed of the random operands")
     p.add_argument("--check", action="store_true",
                    help="compare with numpy; exit 2 on any difference")
-    p.add_argument("--json", default=None, metavar="OUT", help="write the report as JSON here")
+    add_json_option(p, "the report")
     p.add_argument("--dump", default=None, metavar="TXT",
                    help="write the disassembled instruction stream here")
     p.set_defaults(func=run)
@@ -76,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         expected = reference(a, b, bias, args.out, args.shift)
         bad = int(np.count_nonzero(gemm.result != expected))
         info["check"] = {"mismatches": bad, "equal": bad == 0}
-    if args.json:
-        atomic_write_bytes(args.json, (json.dumps(info, indent=2) + "\n").encode())
+    write_json(args.json, info)
     if args.dump:
         from edgenn.backends.vta.gemm import build_program
         from edgenn.backends.vta.schedules.common import GemmProblem, place_operands
