@@ -87,11 +87,11 @@ class DemoReport:
 
 def quantized_cnn(calibration_digits: int = 500) -> Graph:
     """The shipped MNIST CNN quantized to int8 on the first training digits."""
-    from edgenn.frontends import load as load_model
-    from edgenn.quantize import quantize as quantize_model
     from edgenn.data.mnist import mnist_split
     from edgenn.evaluate import images_to_input
+    from edgenn.frontends import load as load_model
     from edgenn.models import shipped_model_path
+    from edgenn.quantize import quantize as quantize_model
 
     graph = load_model(shipped_model_path("mnist_cnn"))
     train, _ = mnist_split("train")

@@ -4,29 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
-
+from edgenn.backends.c_literals import c_literal
 from edgenn.backends.cortexm.codegen.names import c_comment
 from edgenn.backends.cortexm.kernel import CArray, KernelCall
 from edgenn.ir import Graph
 
 _PER_LINE = 24
-
-
-def c_literal(v: float | int, ctype: str) -> str:
-    """One C literal of ``ctype``: floats rounded to float32 (``f`` suffix), integers in hex
-    (weights read like a hex dump; ``-0x80`` for negatives)."""
-    if ctype == "float":
-        f = float(np.float32(v))
-        if np.isnan(f):
-            return "(0.0f/0.0f)"
-        if np.isinf(f):
-            return "(1.0f/0.0f)" if f > 0 else "(-1.0f/0.0f)"
-        return f"{f!r}f"
-    i = int(v)
-    if ctype == "int32_t" and i == -(2**31):
-        return "(-0x7fffffff-1)"  # why: 0x80000000 alone is an unsigned int literal
-    return f"-{-i:#x}" if i < 0 else f"{i:#x}"
 
 
 def array_decl(c_name: str, arr: CArray) -> str:

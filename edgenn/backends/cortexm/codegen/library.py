@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgenn.backends.cortexm.codegen.emit import c_literal
+from edgenn.backends.c_literals import c_literal
 from edgenn.backends.cortexm.codegen.names import c_comment, check_identifier
 
 ARENA_ALIGNMENT = 16  # why: kernels read 16-aligned scratch with word and double-word loads

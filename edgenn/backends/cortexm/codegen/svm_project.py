@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.backends.c_literals import c_float, c_initializer
 from edgenn.backends.cortexm.codegen import templates
 from edgenn.backends.cortexm.codegen.project import flags
 from edgenn.backends.cortexm.targets import Core
@@ -165,15 +166,8 @@ class SvmProject:
     manifest: dict[str, Any]
 
 
-def _c_float(v: float) -> str:
-    """An exact C literal of the float32 nearest to ``v`` (hexadecimal)."""
-    return float(np.float32(v)).hex() + "f"
-
-
 def _array(values: np.ndarray, per_line: int = 6) -> str:
-    items = [_c_float(float(v)) for v in values.ravel()]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-    return "{\n    " + ",\n    ".join(lines) + ",\n}"
+    return c_initializer(values.ravel().tolist(), "float", per_line)
 
 
 def _config_h(cfg: SvmConfig) -> str:
@@ -189,10 +183,10 @@ def _config_h(cfg: SvmConfig) -> str:
 #define SVM_CLASSES {cfg.n_classes}u
 #define SVM_STORAGE {"EDGENN_SMO_S8" if int8 else "EDGENN_SMO_F32"}
 typedef {"int8_t" if int8 else "float"} svm_feature_t;
-#define SVM_SCALE {_c_float(cfg.scale)}   /* int8 storage: real = scale * (q - zero point) */
+#define SVM_SCALE {c_float(cfg.scale)}   /* int8 storage: real = scale * (q - zero point) */
 #define SVM_ZERO_POINT ({int(cfg.zero_point)})
-#define SVM_C {_c_float(cfg.C)}
-#define SVM_TOL {_c_float(cfg.tol)}
+#define SVM_C {c_float(cfg.C)}
+#define SVM_TOL {c_float(cfg.tol)}
 #define SVM_MAX_ITER {int(cfg.max_iter)}u
 #define SVM_CARRY {CARRY[cfg.carry]}
 #define SVM_CARRY_LIMIT {cfg.limit}u

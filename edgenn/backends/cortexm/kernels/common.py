@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import wrap_int32
+from edgenn.backends.c_literals import c_double, c_float  # noqa: F401  (kernels import them here)
 from edgenn.backends.cortexm.kernel import CArray
-from edgenn.backends.ref.kernels.fixed_point import wrap_int32
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node, Tensor
@@ -117,12 +118,3 @@ def dense_strides(shape: Iterable[int]) -> list[int]:
     for i in range(len(dims) - 2, -1, -1):
         strides[i] = strides[i + 1] * dims[i + 1]
     return strides
-
-
-def c_float(v: float) -> str:
-    """A float32 literal that parses back to exactly ``np.float32(v)``."""
-    return f"{float(np.float32(v))!r}f"
-
-
-def c_double(v: float) -> str:
-    return repr(float(v))

@@ -197,13 +197,6 @@ register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _matcher((DType.INT8,),
 
 
 # -- float32 SVDF --------------------------------------------------------------------------------
-def _c_float_bound(v: float) -> str:
-    """A float32 literal, infinities as the constant expressions C accepts."""
-    if np.isinf(v):
-        return "(1.0f/0.0f)" if v > 0 else "(-1.0f/0.0f)"
-    return c_float(v)
-
-
 def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
     layer = _ref_layer(node, graph)
     assert isinstance(layer, Svdf) and not layer.integer
@@ -213,7 +206,7 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
     state0 = const_operand(node, graph, 4, arrays)
     code = ("static const edgenn_svdf_f32_params @P@_params = {@P@_wf, @P@_wt, @P@_bias, "
             + args(batch, n_input, layer.filters, layer.memory, layer.rank)
-            + f", {_c_float_bound(layer.lo)}, {_c_float_bound(layer.hi)}}};")
+            + f", {c_float(layer.lo)}, {c_float(layer.hi)}}};")
     scratch = _aligned16(4 * (batch * layer.filters * layer.memory + layer.filters))
     return KernelCall(
         call=f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, {{scratch}});",

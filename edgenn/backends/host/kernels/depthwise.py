@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from edgenn.backends.c_literals import c_float
 from edgenn.backends.host.kernels.common import (
     ceil_div,
     choose_split,
@@ -26,7 +27,7 @@ from edgenn.backends.host.kernels.common import (
 from edgenn.backends.host.kernels.cwriter import CWriter, vec
 from edgenn.backends.host.kernels.generated import HostPlan
 from edgenn.backends.host.kernels.isa import Isa
-from edgenn.backends.host.kernels.layer import ConvShape, c_float
+from edgenn.backends.host.kernels.layer import ConvShape
 from edgenn.backends.host.kernels.packing import padded
 
 #: name -> (pixels, channels) of the register block.

@@ -7,12 +7,11 @@ separately (they are packed, not baked in).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.fixed_point import activation_range_float
+from edgenn.arith.fixed_point import activation_range_float
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, DType, Graph, Node
 
@@ -132,9 +131,3 @@ def layer_params(node: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray | Non
         b = graph.tensor(node.inputs[2]).data
     return (np.asarray(w, np.float32),
             None if b is None else np.asarray(b, np.float32).reshape(-1))
-
-
-def c_float(v: float) -> str:
-    """A C float literal (``INFINITY`` never appears: infinite clamps are not emitted)."""
-    assert math.isfinite(v)
-    return f"{float(v)!r}f"

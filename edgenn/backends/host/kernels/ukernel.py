@@ -23,8 +23,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edgenn.backends.c_literals import c_float
 from edgenn.backends.host.kernels.cwriter import CWriter, vec
-from edgenn.backends.host.kernels.layer import c_float
 from edgenn.backends.host.kernels.tiles import Tile
 
 MODE_ACCUMULATE = 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from edgenn.backends.c_literals import c_float
 from edgenn.backends.host.kernels.common import (
     ceil_div,
     choose_split,
@@ -28,7 +29,7 @@ from edgenn.backends.host.kernels.common import (
 from edgenn.backends.host.kernels.cwriter import CWriter, vec
 from edgenn.backends.host.kernels.generated import HostPlan
 from edgenn.backends.host.kernels.isa import Isa
-from edgenn.backends.host.kernels.layer import ConvShape, c_float
+from edgenn.backends.host.kernels.layer import ConvShape
 from edgenn.backends.host.kernels.packing import padded
 from edgenn.backends.host.kernels.tiles import Tile
 from edgenn.backends.host.kernels.winograd_math import INPUT_1D, OUTPUT_1D, transform_2d
