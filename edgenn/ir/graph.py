@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from edgenn.errors import GraphValidationError
+from edgenn.ir.checks import check_constants
 from edgenn.ir.node import Node
 from edgenn.ir.tensor import Tensor
 
@@ -98,6 +99,7 @@ class Graph:
         """Check references, order and single assignment; raise one clear error or return self."""
         from edgenn.ir.shapes import infer_node  # local: shapes imports graph types
 
+        check_constants(self.tensors)
         defined = {name for name, t in self.tensors.items() if t.is_const}
         for name in self.inputs:
             if name not in self.tensors:

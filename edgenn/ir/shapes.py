@@ -89,7 +89,40 @@ def infer(node: Node, inputs: list[Tensor | None]) -> Inferred:
     fn = _INFER.get(node.op)
     if fn is None:
         raise UnsupportedOperatorError(f"node {node.name!r}: unsupported operator {node.op!r}")
-    return fn(node, inputs)
+    inferred = fn(node, inputs)
+    for shape, _ in inferred:
+        _check_size(node, shape)
+    return inferred
+
+
+# why a cap: the C runtimes index tensors with int32, and a hostile file can ask for a tensor
+# of 2**40 elements through one attribute (pads, a repeat count) without storing any data
+MAX_ELEMENTS = (1 << 31) - 1
+
+
+def _check_size(node: Node, shape: Shape) -> None:
+    size = 1
+    for d in shape:
+        if d < 0:
+            raise _fail(node, f"gives the negative dimension in shape {list(shape)}")
+        size *= d
+    if size > MAX_ELEMENTS:
+        raise _fail(node, f"gives a tensor of shape {list(shape)} ({size} elements, more than "
+                          f"the {MAX_ELEMENTS} edgenn supports)")
+
+
+def ints_attr(node: Node, key: str, default: Sequence[int], length: int,
+              minimum: int) -> tuple[int, ...]:
+    """Attribute ``key`` as ``length`` integers, each ``>= minimum``, or one error naming the
+    node (a zero stride or a negative pad in a file must not reach a division or a kernel)."""
+    raw = node.attr(key, default)
+    values = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    if len(values) != length or any(
+            isinstance(v, bool) or not isinstance(v, int | np.integer) for v in values):
+        raise _fail(node, f"{key} {list(values)} must be {length} integers")
+    if any(v < minimum for v in values):
+        raise _fail(node, f"{key} {list(values)} must all be >= {minimum}")
+    return tuple(int(v) for v in values)
 
 
 # Public names for operator definitions in ``edgenn/ir/opdefs/``.
@@ -136,15 +169,15 @@ def _conv2d(node: Node, inputs: list[Tensor | None]) -> Inferred:
     _rank(node, w, 4)
     n, h, wd, ci = x.shape
     co, kh, kw, cig = w.shape
-    groups = int(node.attr("groups", 1))
+    (groups,) = ints_attr(node, "groups", (1,), 1, 1)
     if ci % groups or co % groups or cig * groups != ci:
         raise _fail(
             node,
             f"input channels {ci}, weight {list(w.shape)} and groups {groups} do not agree",
         )
-    sh, sw = node.attr("strides", (1, 1))
-    dh, dw = node.attr("dilations", (1, 1))
-    pt, pl, pb, pr = node.attr("pads", (0, 0, 0, 0))
+    sh, sw = ints_attr(node, "strides", (1, 1), 2, 1)
+    dh, dw = ints_attr(node, "dilations", (1, 1), 2, 1)
+    pt, pl, pb, pr = ints_attr(node, "pads", (0, 0, 0, 0), 4, 0)
     oh = conv_out_dim(h, kh, sh, dh, pt, pb)
     ow = conv_out_dim(wd, kw, sw, dw, pl, pr)
     if oh <= 0 or ow <= 0:
@@ -204,9 +237,32 @@ def _broadcast(node: Node, inputs: list[Tensor | None]) -> Inferred:
 register_shape("Add", "Mul")(_broadcast)
 
 
-@register_shape("Relu", "Relu6", "Clip", "Sigmoid", "Tanh", "LRN", "BatchNorm")
+@register_shape("Relu", "Relu6", "Clip", "Sigmoid", "Tanh", "LRN")
 def _same(node: Node, inputs: list[Tensor | None]) -> Inferred:
     x = _need(node, inputs, 0)
+    return [(x.shape, x.dtype)]
+
+
+@register_shape("BatchNorm")
+def _batchnorm(node: Node, inputs: list[Tensor | None]) -> Inferred:
+    """scale, bias, mean and var are [C] for the last axis C of x."""
+    x = _need(node, inputs, 0)
+    if not x.shape:
+        raise _fail(node, "expects an input of rank >= 1, got a scalar")
+    c = x.shape[-1]
+    for i, what in enumerate(("scale", "bias", "mean", "variance"), start=1):
+        p = _need(node, inputs, i)
+        if p.shape != (c,):
+            raise _fail(node, f"{what} {p.name!r} has shape {list(p.shape)}; the input "
+                              f"{list(x.shape)} has {c} channels")
+    eps = node.attr("epsilon", 1e-5)
+    if not isinstance(eps, float | int | np.floating) or not 0 <= float(eps) < np.inf:
+        raise _fail(node, f"epsilon {eps!r} must be a finite number >= 0")
+    var = _need(node, inputs, 4).data
+    if var is not None and var.size and float(np.min(var)) + float(eps) <= 0:
+        # why: 1 / sqrt(var + eps) is the scale; a file may carry a negative variance
+        raise _fail(node, f"variance + epsilon must be > 0 (min variance {float(np.min(var))}, "
+                          f"epsilon {eps})")
     return [(x.shape, x.dtype)]
 
 
@@ -215,9 +271,12 @@ def _pool(node: Node, inputs: list[Tensor | None]) -> Inferred:
     x = _need(node, inputs, 0)
     _rank(node, x, 4)
     n, h, w, c = x.shape
-    kh, kw = node.attr("kernel")
-    sh, sw = node.attr("strides", (1, 1))
-    pt, pl, pb, pr = node.attr("pads", (0, 0, 0, 0))
+    kh, kw = ints_attr(node, "kernel", (), 2, 1)
+    sh, sw = ints_attr(node, "strides", (1, 1), 2, 1)
+    pt, pl, pb, pr = ints_attr(node, "pads", (0, 0, 0, 0), 4, 0)
+    if max(pt, pb) >= kh or max(pl, pr) >= kw:
+        # why: ONNX and TFLite require it; a window wholly in the padding has no maximum
+        raise _fail(node, f"pads {[pt, pl, pb, pr]} must be smaller than the window {kh}x{kw}")
     oh = conv_out_dim(h, kh, sh, 1, pt, pb)
     ow = conv_out_dim(w, kw, sw, 1, pl, pr)
     if oh <= 0 or ow <= 0:

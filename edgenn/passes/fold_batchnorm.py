@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.errors import GraphValidationError
 from edgenn.ir import Activation, DType, Graph, Node, Tensor
 from edgenn.passes.rewrite import fresh_name, single_consumer
 
@@ -56,6 +57,13 @@ def _fold(graph: Graph, layer: Node, bn: Node) -> Graph:
         b_old = np.asarray(graph.tensor(layer.inputs[2]).data, np.float64)
     w_data = (w.data.astype(np.float64) * s.reshape((co,) + (1,) * (w.data.ndim - 1)))
     b_data = (b_old - mean) * s + beta
+    limit = float(np.finfo(np.float32).max)
+    for what, folded in (("weights", w_data), ("bias", b_data)):
+        if folded.size and not np.abs(folded).max() <= limit:
+            # why an error: the float32 cast would make them inf (and warn on the terminal)
+            raise GraphValidationError(
+                f"folding batch-norm {bn.name!r} into {layer.name!r} gives {what} beyond "
+                f"float32's range (largest magnitude {np.abs(folded).max():.3g})")
     w_name = fresh_name(graph, w.name + ":bn")
     b_name = fresh_name(graph, (layer.inputs[2] if len(layer.inputs) > 2 and layer.inputs[2]
                                 else layer.name + ".bias") + ":bn")

@@ -82,6 +82,13 @@ def quantize(
     collect(graph, calibration, observers, batch_size=int(options.get("batch_size", 64)))
 
     ranges = {name: obs.range() for name, obs in observers.items()}
+    for name, (lo, hi) in ranges.items():
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            # why here: the tensor's name is known here, not in the scheme's arithmetic
+            raise EdgennError(
+                f"graph {graph.name!r}: tensor {name!r} takes values in [{lo}, {hi}] on the "
+                "calibration data; a non-finite range cannot be quantized (the model's "
+                "arithmetic overflows float32, or the calibration data is not finite)")
     # Constants feeding quantized ops as activations (an Add's constant operand, a Concat's
     # constant part, PRelu's alpha) take part in shared ranges with their own min/max.
     for node in int8_nodes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 import edgenn.backends.ref.kernels  # noqa: F401  (registers every layer)
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
-from edgenn.ir import Graph
+from edgenn.ir import DType, Graph
 from edgenn.memory import MemoryPlan, plan_graph
 
 
@@ -35,7 +36,12 @@ class RefExecutable:
             values[name] = self._to_internal(name, np.asarray(arr))
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
-            outs = layer.run(*args)
+            # why: float layers follow IEEE arithmetic, as TFLite and onnxruntime do: a sum
+            # beyond float32's range is inf (and inf - inf NaN) in the output, not a warning
+            # on the user's terminal; integer layers keep numpy's checks
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore") if any(
+                    t.dtype == DType.FLOAT32 for t in layer.outputs) else nullcontext():
+                outs = layer.run(*args)
             for t, arr in zip(layer.outputs, outs, strict=True):
                 values[t.name] = arr
         if keep:

@@ -19,6 +19,7 @@ from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
 from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, NLC_TO_NCL, ConstVal, Value
 from edgenn.ir import DType, Graph, Node, Tensor
+from edgenn.ir.checks import check_constants
 
 _ELEM_TYPES: dict[int, DType] = {
     TensorProto.FLOAT: DType.FLOAT32,
@@ -42,7 +43,12 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
 
     model = _parse(data, name)
     graph = _convert(model, name)
-    return standard_import_passes(graph).validate()
+    try:
+        # why before the passes: folding a batch-norm would spread a NaN weight into the conv
+        check_constants(graph.tensors)
+        return standard_import_passes(graph).validate()
+    except GraphValidationError as err:
+        raise GraphValidationError(f"{name}: {err}") from None
 
 
 def _parse(data: bytes, file: str) -> ModelProto:
@@ -52,6 +58,7 @@ def _parse(data: bytes, file: str) -> ModelProto:
         raise ModelFormatError(f"{file}: not a valid ONNX model ({_one_line(err)})") from None
     if not model.HasField("graph") or not model.graph.node:
         raise ModelFormatError(f"{file}: the ONNX model has no graph (truncated or not ONNX)")
+    _check_text(model.graph, file)
     try:
         # inference first: it also fills in output types that some exporters leave out
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
@@ -70,6 +77,23 @@ def _parse(data: bytes, file: str) -> ModelProto:
     except (onnx.checker.ValidationError, ValueError, RuntimeError) as err:
         raise ModelFormatError(f"{file}: invalid ONNX model ({_one_line(err)})") from None
     return model
+
+
+def _check_text(g: GraphProto, file: str) -> None:
+    """Every name must be text: protobuf hands a string field holding invalid UTF-8 to Python
+    as ``bytes``, which no later stage expects (names are joined, formatted and compared)."""
+    for kind, items in (("graph input", g.input), ("graph output", g.output),
+                        ("initializer", g.initializer), ("value_info", g.value_info)):
+        for item in items:
+            if isinstance(item.name, bytes):
+                raise ModelFormatError(f"{file}: {kind} name {item.name!r} is not UTF-8 text")
+    for i, node in enumerate(g.node):
+        fields = [node.name, node.op_type, node.domain, *node.input, *node.output,
+                  *(a.name for a in node.attribute)]
+        bad = next((f for f in fields if isinstance(f, bytes)), None)
+        if bad is not None:
+            raise ModelFormatError(f"{file}: node #{i} ({node.op_type!r}): the name {bad!r} "
+                                   "is not UTF-8 text")
 
 
 def _one_line(err: BaseException) -> str:
@@ -179,7 +203,7 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
         if str(err).startswith(ctx.file):
             raise
         raise type(err)(f"{ctx.file}: node {ctx.node_name!r}: {err}") from None
-    except (KeyError, IndexError, ValueError, TypeError) as err:
+    except (KeyError, IndexError, ValueError, TypeError, ArithmeticError) as err:
         # a well-formed model never gets here: attributes or constants of the wrong kind
         raise ctx.malformed(f"malformed {node.op_type} ({_one_line(err)})") from None
 
