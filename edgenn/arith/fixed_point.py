@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.ir import Activation, QuantParams
+from edgenn.ir import Activation, DType, QuantParams
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -253,9 +253,20 @@ def quantize_scalar(value: float, scale: float, zero_point: int) -> int:
     return int(zero_point) + int(round_half_away(float(q)))
 
 
+def type_range(dtype: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer element type."""
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
 def activation_range_quantized(act: Activation, quant: QuantParams) -> tuple[int, int]:
     """TFLite's ``CalculateActivationRangeQuantized`` for an int8 output."""
-    qmin, qmax = -128, 127
+    return activation_range(act, quant, DType.INT8)
+
+
+def activation_range(act: Activation, quant: QuantParams, dtype: DType) -> tuple[int, int]:
+    """TFLite's ``CalculateActivationRangeQuantized`` for an int8 or int16 output."""
+    qmin, qmax = type_range(dtype)
     s, zp = quant.s, quant.zp
     if act is Activation.RELU:
         return max(qmin, quantize_scalar(0.0, s, zp)), qmax

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import activation_range, activation_range_float
 from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
@@ -24,10 +25,8 @@ from edgenn.backends.ref.kernels.common import (
     per_tensor,
     windows,
 )
-from edgenn.backends.ref.kernels.fixed_point import activation_range_float
 from edgenn.backends.ref.kernels.quantized_types import (
     QUANTIZED,
-    activation_range,
     moved_output_requant,
     type_range,
 )

@@ -12,35 +12,16 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier_inplace,
     quantize_multiplier,
-    quantize_scalar,
+    type_range,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer
-from edgenn.ir import Activation, DType, QuantParams
+from edgenn.ir import DType, QuantParams
 
 QUANTIZED = (DType.INT8, DType.INT16)
-
-
-def type_range(dtype: DType) -> tuple[int, int]:
-    """The smallest and largest value of an integer element type."""
-    info = np.iinfo(dtype.numpy)
-    return int(info.min), int(info.max)
-
-
-def activation_range(act: Activation, quant: QuantParams, dtype: DType) -> tuple[int, int]:
-    """TFLite's ``CalculateActivationRangeQuantized`` for an int8 or int16 output."""
-    qmin, qmax = type_range(dtype)
-    s, zp = quant.s, quant.zp
-    if act is Activation.RELU:
-        return max(qmin, quantize_scalar(0.0, s, zp)), qmax
-    if act is Activation.RELU6:
-        return max(qmin, quantize_scalar(0.0, s, zp)), min(qmax, quantize_scalar(6.0, s, zp))
-    if act is Activation.RELU_N1_TO_1:
-        return max(qmin, quantize_scalar(-1.0, s, zp)), min(qmax, quantize_scalar(1.0, s, zp))
-    return qmin, qmax
 
 
 @dataclass(frozen=True)
