@@ -42,53 +42,37 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Any:
     ``schedule="tuned"|"default"``, ``db``, ``emulate_hetero``; see
     ``edgenn.backends.host.executable.compile_host``); its executables have ``bench``.
     """
-    from edgenn.backends.cortexm.targets import CORES
+    from edgenn.backends.registry import get_backend
     from edgenn.fusion import fuse_for_target, fusion_options
 
+    backend = get_backend(target)
     fusion = fusion_options(dict(options))
     options = {k: v for k, v in options.items() if k not in fusion}
     skip_spec = options.pop("skip", None)
-    if skip_spec and target in ("ref", "vta", "host"):  # these run the configuration's graph
+    parsed = backend.parse_options(options)  # unknown options fail here, for every target
+    if skip_spec and not backend.skip_in_firmware:  # these run the configuration's graph
         from edgenn.passes.skip import apply_skip, parse_skip
 
         graph = apply_skip(graph, parse_skip(skip_spec, graph))
-    cortex_skip = skip_spec if skip_spec and target in CORES else None
-    if fusion.get("fuse", "none") != "none" and target in ("vta", "host"):
+    fuse = fusion.get("fuse", "none") or "none"
+    if fuse != "none" and not backend.fusion:
         raise EdgennError("layer fusion (--fuse) is for microcontroller targets; "
                           f"--target {target} runs layer by layer")
-    if fusion.get("fuse", "none") != "none":
+    if fuse != "none":
         graph = fuse_for_target(
-            graph, target, fusion["fuse"], fusion.get("fusion_variant") or "d",
+            graph, target, fuse, fusion.get("fusion_variant") or "d",
             fusion.get("ram_budget"), fusion.get("latency_bound")).graph
-    if target == "ref":
-        from edgenn.backends.ref import compile_ref
-
-        return compile_ref(graph)
-    if target == "vta":
-        from edgenn.backends.vta.executable import compile_vta
-
-        vta_options = {k: v for k, v in options.items() if v is not None}
-        unknown = set(vta_options) - {"preset", "schedule", "bus_bits"}
-        if unknown:
-            raise EdgennError(f"unknown option(s) for target vta: {', '.join(sorted(unknown))}")
-        return compile_vta(graph, **vta_options)
-    if target == "host":
-        from edgenn.backends.host.executable import compile_host
-
-        host_options = {k: v for k, v in options.items() if v is not None}
-        unknown = set(host_options) - {"threads", "schedule", "db", "emulate_hetero"}
-        if unknown:
-            raise EdgennError(f"unknown option(s) for target host: {', '.join(sorted(unknown))}")
-        return compile_host(graph, **host_options)
-    if target in CORES:
-        from edgenn.backends.cortexm.executable import compile_cortexm
-
-        exe = compile_cortexm(graph, core=target, **options)
-        if cortex_skip:  # firmware: one build for every configuration, switched by the mask
-            exe.skip_mask(cortex_skip)  # unknown block names fail here, at compile time
-            exe.default_skip = cortex_skip
-        return exe
-    raise EdgennError(f"unknown target {target!r} (available: {', '.join(TARGETS)})")
+    exe = backend.build(graph, parsed)
+    if skip_spec and backend.skip_in_firmware:  # one build serves every configuration
+        exe.skip_mask(skip_spec)  # unknown block names fail here, at compile time
+        exe.default_skip = skip_spec
+    return exe
 
 
-TARGETS = ("ref", "cortex-m4", "cortex-m7", "cortex-m0plus", "vta", "host")
+def _targets() -> tuple[str, ...]:
+    from edgenn.backends.registry import backend_names
+
+    return backend_names()
+
+
+TARGETS = _targets()

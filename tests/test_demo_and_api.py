@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import edgenn
 from edgenn.cli.main import main
@@ -23,6 +24,10 @@ def test_demo_reports_zero_tflm_mismatches_and_small_accuracy_loss(tmp_path: Pat
     assert report["onnxruntime_max_rel_error"] < 1e-4
     assert 0 < report["arena_bytes_edgenn"] <= report["arena_bytes_tflm"]
     assert (tmp_path / "mnist_cnn_int8.tflite").read_bytes()[4:8] == b"TFL3"
+    m4 = report["cortex_m4"]
+    assert m4["mismatches"] == 0 and "zero wait states" in m4["cycle_model"]
+    fused = m4["fused_model_a"]  # a real Conv2D chain, fused, against the reference runtime
+    assert fused["fused_chains"] and fused["mismatches"] == 0 and fused["images"] == 50
 
 
 def test_python_api_load_quantize_compile_run_plan() -> None:
@@ -42,3 +47,17 @@ def test_python_api_load_quantize_compile_run_plan() -> None:
     assert np.array_equal(tflm_run(export_tflite(qgraph), x)[0].reshape(y.shape), y)
     plan = exe.memory_plan()
     assert plan.peak_bytes <= exe.memory_plan("linear").peak_bytes
+
+
+def test_every_target_rejects_unknown_options() -> None:
+    """Backends register a typed options dataclass; an option a target does not take is an
+    error naming the target and the options it takes, for every target (``ref`` included)."""
+    from edgenn.backends.registry import backend_names, get_backend
+    from edgenn.errors import EdgennError as Error
+
+    graph = edgenn.load_model(Path(__file__).parent / "fixtures" / "tflite" / "conv2_int8.tflite")
+    for name in backend_names():
+        with pytest.raises(Error, match=f"unknown option.*target {name}.*no_such_option"):
+            edgenn.compile_model(graph, target=name, no_such_option=1)
+    assert get_backend("ref").option_names() == ()
+    assert "board" in get_backend("cortex-m4").option_names()

@@ -1,0 +1,85 @@
+"""Backends register themselves here: a name, a typed options dataclass and a compile function.
+
+``edgenn.api.compile_model`` looks the target up, turns keyword options into the backend's
+options dataclass (an unknown option is a one-line error naming the target and the options it
+takes) and calls its compile function. The CLI derives nothing by target name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from edgenn.errors import EdgennError
+from edgenn.ir import Graph
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One compile target.
+
+    ``options``: a frozen dataclass whose fields are the target's options, each defaulting to
+    None (= the compile function's own default). ``skip_in_firmware``: the executable serves
+    every skip configuration itself (firmware with a skip mask); otherwise the skipped
+    configuration's graph is compiled. ``fusion``: layer fusion applies on this target.
+    """
+
+    name: str
+    options: type
+    compile: Callable[..., Any]  # (graph, **options) -> executable
+    skip_in_firmware: bool = False
+    fusion: bool = True
+    description: str = ""
+    order: int = 50  # where the target appears in lists (help texts, TARGETS)
+
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self.options))
+
+    def parse_options(self, given: Mapping[str, Any]) -> Any:
+        """The options dataclass of ``given`` (None values mean "default")."""
+        known = self.option_names()
+        unknown = sorted(k for k, v in given.items() if k not in known and v is not None)
+        if unknown:
+            have = ", ".join(known) if known else "none"
+            raise EdgennError(f"unknown option(s) for target {self.name}: "
+                              f"{', '.join(unknown)} (it takes: {have})")
+        return self.options(**{k: v for k, v in given.items() if k in known})
+
+    def build(self, graph: Graph, options: Any) -> Any:
+        """Compile ``graph`` with an options dataclass from :meth:`parse_options`."""
+        kwargs = {f.name: getattr(options, f.name) for f in fields(options)
+                  if getattr(options, f.name) is not None}
+        return self.compile(graph, **kwargs)
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    if backend.name in _BACKENDS:
+        raise ValueError(f"backend {backend.name!r} is registered twice")
+    _BACKENDS[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str) -> Backend:
+    _load()
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise EdgennError(f"unknown target {name!r} (available: "
+                          f"{', '.join(backend_names())})") from None
+
+
+def backend_names() -> tuple[str, ...]:
+    _load()
+    return tuple(sorted(_BACKENDS, key=lambda n: (_BACKENDS[n].order, n)))
+
+
+def _load() -> None:
+    # why here and not at import: each backend's registration module imports this one
+    import edgenn.backends.cortexm.backend  # noqa: F401
+    import edgenn.backends.host.backend  # noqa: F401
+    import edgenn.backends.ref.backend  # noqa: F401
+    import edgenn.backends.vta.backend  # noqa: F401
