@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgenn.arith.fixed_point import quantize_multiplier  # noqa: F401
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.kernels.conv_dsp import (
     DspConv,
@@ -28,7 +29,6 @@ from edgenn.backends.cortexm.kernels.conv_dsp import (
 )
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
-from edgenn.backends.ref.kernels.fixed_point import quantize_multiplier  # noqa: F401
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
 

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgenn.backends.ref.kernels import fixed_point as fp
+from edgenn.arith import fixed_point as fp
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 int32s = st.integers(I32_MIN, I32_MAX)

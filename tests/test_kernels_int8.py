@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from edgenn.arith.fixed_point import quantize_multiplier
 from edgenn.backends.ref import compile_ref
-from edgenn.backends.ref.kernels.fixed_point import quantize_multiplier
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     activation_range_float,
     activation_range_quantized,
 )

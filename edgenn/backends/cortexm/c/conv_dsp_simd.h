@@ -21,7 +21,7 @@ CDSP_INLINE uint32_t cdsp_load32(const void *p)
 }
 
 /* TFLite's double-rounding MultiplyByQuantizedMultiplier(acc, mult, shift), bit-exact with
- * edgenn/backends/ref/kernels/fixed_point.py. mult >= 0 (QuantizeMultiplier gives [2^30, 2^31)
+ * edgenn/arith/fixed_point.py. mult >= 0 (QuantizeMultiplier gives [2^30, 2^31)
  * or 0), so the SaturatingRoundingDoublingHighMul saturation case cannot occur. */
 CDSP_INLINE int32_t cdsp_requant(int32_t acc, int32_t mult, int32_t shift)
 {

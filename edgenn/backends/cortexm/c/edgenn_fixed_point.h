@@ -1,5 +1,5 @@
 /* Fixed-point arithmetic of TFLite Micro (double-rounding build) and gemmlowp, in C.
- * Bit-exact with edgenn/backends/ref/kernels/fixed_point.py. */
+ * Bit-exact with edgenn/arith/fixed_point.py. */
 #ifndef EDGENN_FIXED_POINT_H
 #define EDGENN_FIXED_POINT_H
 

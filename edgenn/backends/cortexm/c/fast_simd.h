@@ -36,7 +36,7 @@ FAST_INLINE uint32_t fast_load32(const void *p)
 FAST_INLINE void fast_store32(void *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
 
 /* TFLite's double-rounding MultiplyByQuantizedMultiplier(acc, mult, shift) + out_zp, clamped:
- * bit-exact with edgenn/backends/ref/kernels/fixed_point.py (mult >= 0, so the saturating case
+ * bit-exact with edgenn/arith/fixed_point.py (mult >= 0, so the saturating case
  * of SaturatingRoundingDoublingHighMul cannot occur). */
 FAST_INLINE int32_t fast_requant(int32_t acc, int32_t mult, int32_t shift, int32_t out_zp,
                                  int32_t lo, int32_t hi)

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, padded, ref_layer
 from edgenn.backends.cortexm.targets import Core
 from edgenn.backends.ref.kernels.elementwise import ADD_LEFT_SHIFT
-from edgenn.backends.ref.kernels.fixed_point import multiply_by_quantized_multiplier
 from edgenn.ir import DType, Graph, Node
 
 INT32_LIMIT = 2**31

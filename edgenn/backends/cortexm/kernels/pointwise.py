@@ -67,13 +67,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.fixed_point import multiply_by_quantized_multiplier
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph, Node
 

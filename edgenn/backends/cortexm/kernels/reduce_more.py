@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from edgenn.arith.fixed_point import wrap_int32
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -19,7 +20,6 @@ from edgenn.backends.cortexm.kernels.common import (
     padded,
     ref_layer,
 )
-from edgenn.backends.ref.kernels.fixed_point import wrap_int32
 from edgenn.ir import DType, Graph, Node
 
 RANK = 6

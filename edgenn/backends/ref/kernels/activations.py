@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     gemmlowp_logistic,
     gemmlowp_tanh,
     multiply_by_quantized_multiplier,
@@ -33,6 +32,7 @@ from edgenn.backends.ref.kernels.fixed_point import (
     rounding_divide_by_pot,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

@@ -28,8 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     activation_range_float,
     count_leading_zeros32,
     get_reciprocal,
@@ -40,6 +39,7 @@ from edgenn.backends.ref.kernels.fixed_point import (
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 )
+from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, DType, QuantParams

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier_inplace,
     quantize_multiplier,
 )

@@ -14,6 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import (
+    activation_range_float,
+    activation_range_quantized,
+    quantize_multipliers,
+)
 from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
@@ -23,11 +28,6 @@ from edgenn.backends.ref.kernels.common import (
     quant_of,
     requantize,
     windows,
-)
-from edgenn.backends.ref.kernels.fixed_point import (
-    activation_range_float,
-    activation_range_quantized,
-    quantize_multipliers,
 )
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import quantize_multiplier
 from edgenn.backends.ref.kernels.common import (
     Operands,
     batch_chunks,
@@ -23,7 +24,6 @@ from edgenn.backends.ref.kernels.common import (
     per_tensor,
 )
 from edgenn.backends.ref.kernels.conv import Conv2D, channel_multipliers
-from edgenn.backends.ref.kernels.fixed_point import quantize_multiplier
 from edgenn.backends.ref.kernels.fixed_point_s16 import INT16_MIN, S16Requant, symmetric
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError

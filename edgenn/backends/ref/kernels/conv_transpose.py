@@ -22,6 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import (
+    activation_range_float,
+    activation_range_quantized,
+    wrap_int32,
+)
 from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
@@ -32,11 +37,6 @@ from edgenn.backends.ref.kernels.common import (
 )
 from edgenn.backends.ref.kernels.conv import channel_multipliers
 from edgenn.backends.ref.kernels.conv_s16 import MAX_X, int8_weights_s16
-from edgenn.backends.ref.kernels.fixed_point import (
-    activation_range_float,
-    activation_range_quantized,
-    wrap_int32,
-)
 from edgenn.backends.ref.kernels.fixed_point_s16 import S16Requant, symmetric
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.kernels.per_sample import BatchView
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError

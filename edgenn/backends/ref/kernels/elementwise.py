@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     activation_range_float,
     activation_range_quantized,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     quantize_scalar,
 )
+from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import Activation, DType
 

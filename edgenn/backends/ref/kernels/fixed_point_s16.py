@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import activation_of, quant_of
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier_inplace,
     quantize_scalar,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import activation_of, quant_of
 from edgenn.backends.ref.layer import Layer
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, QuantParams, Tensor

@@ -13,6 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point import (
+    activation_range_float,
+    activation_range_quantized,
+    quantize_multiplier,
+)
 from edgenn.backends.ref.kernels.common import (
     Operands,
     activation_of,
@@ -23,11 +28,6 @@ from edgenn.backends.ref.kernels.common import (
     requantize,
 )
 from edgenn.backends.ref.kernels.conv import channel_multipliers
-from edgenn.backends.ref.kernels.fixed_point import (
-    activation_range_float,
-    activation_range_quantized,
-    quantize_multiplier,
-)
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

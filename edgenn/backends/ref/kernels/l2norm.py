@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     INT32_MAX,
     count_leading_zeros32,
     multiply_by_quantized_multiplier,
@@ -24,6 +23,7 @@ from edgenn.backends.ref.kernels.fixed_point import (
     saturating_rounding_multiply_by_pot,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import Operands, per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import Operands, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, QuantParams, Tensor

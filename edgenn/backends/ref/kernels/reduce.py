@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError

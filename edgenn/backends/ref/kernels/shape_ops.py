@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.fixed_point import quantize_scalar
 from edgenn.backends.ref.kernels.common import Int8Requant, Operands, output_requant, per_tensor
-from edgenn.backends.ref.kernels.fixed_point import quantize_scalar
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType

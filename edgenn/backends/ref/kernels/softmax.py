@@ -16,8 +16,7 @@ import math
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     exp_on_negative_values,
     get_reciprocal,
     multiply_by_quantized_multiplier_gt_one,
@@ -26,6 +25,7 @@ from edgenn.backends.ref.kernels.fixed_point import (
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

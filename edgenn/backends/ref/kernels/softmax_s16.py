@@ -25,12 +25,12 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     count_leading_zeros32,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

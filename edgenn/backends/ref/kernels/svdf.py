@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     activation_range_float,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType

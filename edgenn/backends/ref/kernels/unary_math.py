@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.fixed_point import (
+from edgenn.arith.fixed_point import (
     INT32_MAX,
     count_leading_zeros32,
     multiply_by_quantized_multiplier,
@@ -40,6 +39,7 @@ from edgenn.backends.ref.kernels.fixed_point import (
     saturating_rounding_doubling_high_mul,
     wrap_int32,
 )
+from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, QuantParams
