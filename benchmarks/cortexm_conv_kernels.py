@@ -1,7 +1,7 @@
 """Cycles of the Cortex-M4 DSP conv kernel on the layer shapes of models A, B, C vs CMSIS-NN.
 
 Each layer runs the real Thumb-2 build of ``c/conv_dsp.c`` (arm-none-eabi-gcc) in unicorn,
-priced by the project's Cortex-M4 cycle model (../shared/cortex-m4-timing.md, zero wait
+priced by the project's Cortex-M4 cycle model (docs/cycle_model.md, zero wait
 states; flash wait states, caches and bus contention ignored) through the emulator's
 ``BlockCounter``; outputs are checked against the reference runtime. Random int8 weights,
 ReLU. Prints cycles, MAC/cycle and CMSIS-NN's cycles for the same layer, and writes
@@ -41,7 +41,7 @@ C_DIR = ROOT / "edgenn" / "backends" / "cortexm" / "c"
 RAM = 0x20000000
 RAM_SIZE = 256 * 1024
 
-# model, layer, (h, w, cin), cout, pads, CMSIS-NN cycles (../shared/cortex-m4-timing.md)
+# model, layer, (h, w, cin), cout, pads, CMSIS-NN cycles (docs/cycle_model.md)
 LAYERS = [
     ("A", "conv1", (28, 28, 1), 16, (0, 0, 0, 0), 1_360_206),
     ("A", "conv2", (26, 26, 16), 32, (0, 0, 0, 0), 6_909_650),
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(build_firmware(Path(tmp), opts.opt))
         print(f"Cortex-M4 cycle model, zero wait states, {opts.opt}; CMSIS-NN figures from "
-              "../shared/cortex-m4-timing.md")
+              "docs/cycle_model.md")
         print(f"{'layer':9} {'shape':24} {'MACs':>10} {'cycles':>10} {'MAC/cyc':>8} "
               f"{'CMSIS-NN':>10} {'speed-up':>8} exact")
         totals: dict[str, list[int]] = {}
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{macs // 2:,})")
     out = ROOT / "benchmarks" / "results" / "cortexm_conv_kernels.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"cycle_model": "cortex-m4 (../shared/cortex-m4-timing.md)",
+    out.write_text(json.dumps({"cycle_model": "cortex-m4 (docs/cycle_model.md)",
                                "opt": opts.opt, "layers": rows}, indent=1))
     return 0 if all(r["bit_exact"] for r in rows) else 1
 

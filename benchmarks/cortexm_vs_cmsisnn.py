@@ -1,6 +1,6 @@
 """edgenn's generated Cortex-M4 code vs CMSIS-NN, under the project's cycle model.
 
-Part 1, models A, B, C of ../shared/cortex-m4-timing.md (same shapes, int8, ReLU, random
+Part 1, models A, B, C of docs/cycle_model.md (same shapes, int8, ReLU, random
 weights): our cycles per layer beside CMSIS-NN's published figures and the 2 MAC/cycle ceiling,
 peak arena beside CMSIS-NN's layer-by-layer RAM, and flash.
 Part 2, the MNIST fixture models: cycles, ms at the clock, arena, flash, and bit-exactness of
@@ -36,7 +36,7 @@ from edgenn.utils import atomic_write_bytes
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
 
-# ../shared/cortex-m4-timing.md: CMSIS-NN -O3 cycles per layer and layer-by-layer peak RAM.
+# docs/cycle_model.md: CMSIS-NN -O3 cycles per layer and layer-by-layer peak RAM.
 CMSIS_NN = {
     "model_a": {"layers": (1_360_206, 6_909_650), "total": 8_269_856, "ram": 29_824},
     "model_b": {"layers": (2_187_630, 12_383_954), "total": 14_571_584, "ram": 41_216},
@@ -142,7 +142,7 @@ def main() -> None:
           f"{r['stack_bytes']:,}", r["mismatches"], f"{100 * r['accuracy']:.2f}%") for r in mnist]))
     atomic_write_bytes(args.json, json.dumps(
         {"benchmark": "cortexm_vs_cmsisnn", "clock_hz": args.clock_mhz * 1e6,
-         "cycle_model": "shared/cortex-m4-timing.md (zero wait states)",
+         "cycle_model": "docs/cycle_model.md (zero wait states)",
          "cmsis_models": cmsis, "mnist_models": mnist}, indent=2).encode())
     console.print(f"wrote {args.json}")
 

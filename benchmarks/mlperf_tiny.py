@@ -50,7 +50,7 @@ CORE = "cortex-m4"
 CLOCK_MHZ = 64.0
 SPEEDUP_TARGET = 1.3  # issue 13: at least 1.3x fewer cycles than the best published M4 result
 FLASH_HEADROOM = DEFAULT_HEADROOM_BYTES  # issue 13: flash <= int8 parameter bytes + 48 KiB
-CYCLE_MODEL = ("shared/cortex-m4-timing.md: Cortex-M4 TRM cycle rules, zero wait states "
+CYCLE_MODEL = ("docs/cycle_model.md: Cortex-M4 TRM cycle rules, zero wait states "
                "(no flash wait states, caches or bus contention)")
 PUBLISHED_NOTE = (
     "best published Cortex-M4 results: MLPerf Tiny results v1.1 / v1.2, closed division, "

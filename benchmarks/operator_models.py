@@ -38,7 +38,7 @@ MODEL_DIR = ROOT / "tests" / "fixtures" / "operators"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
 CORE = "cortex-m4"
 CLOCK_MHZ = 64.0
-CYCLE_MODEL = ("shared/cortex-m4-timing.md: Cortex-M4 TRM cycle rules, zero wait states "
+CYCLE_MODEL = ("docs/cycle_model.md: Cortex-M4 TRM cycle rules, zero wait states "
                "(no flash wait states, caches or bus contention)")
 
 

@@ -22,6 +22,7 @@ Writes benchmarks/results/svm_device.json.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import time
 from pathlib import Path
@@ -149,12 +150,13 @@ def main() -> None:
                   f"{'yes' if same else 'NO'}. RAM = the SVM's static arrays + 2 KiB of stack "
                   "reserved (stack B = measured high water); flash = .text + .rodata + .data. "
                   "memo = kernel memo (each dot product once per training). Zero wait states, "
-                  "no caches: see docs/cortexm.md.")
+                  "no caches: see docs/cycle_model.md.")
     out = ROOT / "benchmarks" / "results" / "svm_device.json"
     meta = {"core": "cortex-m4", "clock_mhz": args.clock_mhz, "C": C, "classes": 10,
             "features": {"64": "first 64 principal components of the pixels / 255",
                          "128": "first 128 principal components", "784": "raw pixels / 255"},
-            "cycle_model": "cortex-m4-trm-zero-wait-state"}
+            "cycle_model": "cortex-m4-trm-zero-wait-state (docs/cycle_model.md)",
+            "date": dt.date.today().isoformat()}
     atomic_write_bytes(out, (json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n").encode())
     console.print(f"wrote {out.relative_to(ROOT)}")
 

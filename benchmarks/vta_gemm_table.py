@@ -15,6 +15,7 @@ Writes benchmarks/results/vta_gemm_table.json and vta_gemm_roofline.png.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import math
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 from edgenn.backends.vta.board_host import BoardHost
 from edgenn.backends.vta.config import PRESETS, VtaConfig
 from edgenn.backends.vta.gemm import SCHEDULES, GemmReport, run_gemm, time_gemm
+from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE as FAST  # the pipelined one
 from edgenn.cli.console import console, progress, table
 from edgenn.cli.vta_gemm_cmd import reference
 from edgenn.utils import atomic_write_bytes
@@ -44,6 +46,8 @@ PAPER: dict[tuple[int, int, int], tuple[float, float, float]] = {
     (64, 2304, 512): (225.1, 18.9, 14.4),
     (64, 4608, 512): (452.3, 42.5, 28.1),
 }
+# (assumed DRAM read latency, bus bits): the sensitivity runs of --sensitivity
+SENSITIVITY = ((32, 128), (48, 128), (64, 128), (48, 64))
 RESNET = [s for s in PAPER if len(set(s)) > 1]  # the six non-square shapes: ResNet-18 layers
 PAPER_KEY = {"tiled2": 1, "optimized": 2}
 
@@ -81,8 +85,8 @@ def fit_insn_ns(rows: list[dict[str, Any]]) -> float:
 def ratio_summary(by: dict[Any, dict[str, Any]], key: str) -> dict[str, Any]:
     """optimized / tiled2 and ours / optimized on the time field ``key`` of every row."""
     opt_t2 = [by[s, "tiled2"][key] / by[s, "optimized"][key] for s in PAPER]
-    ours_opt = [by[s, "optimized"][key] / by[s, "ours"][key] for s in PAPER]
-    ours_opt_resnet = [by[s, "optimized"][key] / by[s, "ours"][key] for s in RESNET]
+    ours_opt = [by[s, "optimized"][key] / by[s, FAST][key] for s in PAPER]
+    ours_opt_resnet = [by[s, "optimized"][key] / by[s, FAST][key] for s in RESNET]
     return {"optimized_over_tiled2": {"per_shape": opt_t2, "mean": sum(opt_t2) / len(opt_t2),
                                       "geomean": geomean(opt_t2)},
             "ours_over_optimized": {"per_shape": ours_opt,
@@ -99,11 +103,34 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     device["optimized_over_tiled2"]["paper_mean"] = sum(paper_ratio) / len(paper_ratio)
     return {
         **device,
-        "ours_percent_of_peak_1024": by[(1024, 1024, 1024), "ours"]["percent_of_peak"],
+        "ours_percent_of_peak_1024": by[(1024, 1024, 1024), FAST]["percent_of_peak"],
         # device time + the board CPU's modelled work (board_host): the paper's measure
         "wall": ratio_summary(by, "wall_ms"),
         "insn_ns_fit": fit_insn_ns(rows),
     }
+
+
+def sensitivity(preset: str) -> list[dict[str, Any]]:
+    """The summary of the timing-only table for every (read latency, bus width) of
+    SENSITIVITY: what the conclusions owe to the assumed constants."""
+    out = []
+    for latency, bus in SENSITIVITY:
+        config = VtaConfig.preset(preset).with_bus_bits(bus).replace(dram_read_latency=latency)
+        rows = []
+        for shape in PAPER:
+            for sched in SCHEDULES:
+                row = time_gemm(*shape, schedule=sched, config=config).to_json()
+                row["shape"] = list(shape)
+                rows.append(row)
+        by = {(tuple(r["shape"]), r["schedule"]): r for r in rows}
+        ratios = ratio_summary(by, "time_ms")
+        out.append({"read_latency": latency, "bus_bits": bus,
+                    "optimized_over_tiled2_mean": ratios["optimized_over_tiled2"]["mean"],
+                    "fast_over_optimized_resnet18_mean":
+                        ratios["ours_over_optimized"]["resnet18_mean"],
+                    "fast_percent_of_peak_1024":
+                        by[(1024, 1024, 1024), FAST]["percent_of_peak"]})
+    return out
 
 
 def roofline(rows: list[dict[str, Any]], config: VtaConfig, path: Path) -> None:
@@ -123,7 +150,7 @@ def roofline(rows: list[dict[str, Any]], config: VtaConfig, path: Path) -> None:
     small_gbs = tile / per_tile * config.clock_mhz * 1e6 / 1e9
     ax.plot(ai, np.minimum(config.peak_gops, small_gbs * ai), "k--", lw=1,
             label=f"one 256-B tile per DMA: {small_gbs:.2f} GB/s")
-    markers = {"tiled2": "s", "optimized": "^", "ours": "o"}
+    markers = {"tiled2": "s", "optimized": "^", FAST: "o"}
     colors = plt.cm.tab10(np.linspace(0, 1, 10))
     shapes = list(PAPER)
     for r in rows:
@@ -153,6 +180,9 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="also run functionally vs numpy")
     ap.add_argument("--read-latency", type=int, default=None,
                     help="override the assumed DRAM read latency (sensitivity runs)")
+    ap.add_argument("--sensitivity", action="store_true",
+                    help="also time every shape under other read latencies / bus widths "
+                         "(SENSITIVITY) and record their summaries")
     ap.add_argument("--out", default=str(RESULTS / "vta_gemm_table.json"))
     args = ap.parse_args()
     config = VtaConfig.preset(args.preset)
@@ -227,7 +257,11 @@ def main() -> None:
     payload = {"config": config.describe(), "timing_constants": config.timing_constants(),
                "board_host_constants": BoardHost().constants(),
                "assumed": config.assumed_constants(), "rows": rows, "summary": summary,
-               "paper": {"x".join(map(str, s)): v for s, v in PAPER.items()}}
+               "paper": {"x".join(map(str, s)): v for s, v in PAPER.items()},
+               "checked": bool(args.check), "date": dt.date.today().isoformat(),
+               "schedules": list(SCHEDULES), "fast_schedule": FAST}
+    if args.sensitivity:
+        payload["sensitivity"] = sensitivity(args.preset)
     atomic_write_bytes(args.out, (json.dumps(payload, indent=1) + "\n").encode())
     console.print(f"wrote {args.out} and {png}")
 

@@ -230,5 +230,6 @@ def test_many_invokes_are_fast(m4_elf: Path) -> None:
     start = time.perf_counter()
     total = sum(machine.invoke([x]).instructions for _ in range(100))
     rate = total / (time.perf_counter() - start)
-    # ~10 M instructions/s on an idle machine; a loose floor so a loaded CI does not flake
+    # benchmarks/results/emulator_throughput.json (docs/cortexm.md) measures the rate on real
+    # models; this tiny firmware only needs a floor that a loaded CI machine still clears
     assert rate > 1_000_000, f"{rate:.0f} instructions/s"

@@ -165,12 +165,13 @@ def test_fused_arena(name: str) -> None:
     assert plan_graph(apply_fusion(g, find_chains(g))).peak_bytes == fused
 
 
-def test_model_b_arena_is_at_least_40_percent_below_layer_by_layer() -> None:
+def test_model_b_reference_plan_is_39_6_percent_below_layer_by_layer() -> None:
     g = fixture("model_b_int8")
+    unfused = plan_graph(g).peak_bytes
     fused = plan_graph(apply_fusion(g, find_chains(g))).peak_bytes
-    # int16 rings: 24,208 B here; the Cortex-M arena (with kernel scratch) is 24,384 B vs
-    # 41,216 B layer by layer there (-40.8%), but this plan has no conv scratch to drop
-    assert fused <= 0.61 * plan_graph(g).peak_bytes
+    # docs/fusion.md's reference-plan table states -39.6% for B (int16 rings: 24,208 B of
+    # 40,064 B); the Cortex-M arena's -40.8% is fusion_variants.json's, with kernel scratch
+    assert f"{100 * (fused / unfused - 1):+.1f}%" == "-39.6%"
 
 
 def test_model_a_fused_arena_is_only_what_must_exist() -> None:

@@ -345,12 +345,11 @@ def test_auto_solver_records_what_ran(digits: tuple[np.ndarray, ...]) -> None:
 
 
 def test_native_solver_matches_numpy(digits: tuple[np.ndarray, ...]) -> None:
-    pytest.importorskip("edgenn.train.svm.native")
+    native_mod = pytest.importorskip("edgenn.train.svm.native")
+    if not native_mod.available():  # why: only a missing compiler is a skip; a build error fails
+        pytest.skip("no host C compiler on PATH")
     x, y, xt, _ = digits
-    try:
-        native = SMOClassifier(C=0.1, solver="native").fit(x, y)
-    except EdgennError as err:  # no host compiler on this machine
-        pytest.skip(str(err))
+    native = SMOClassifier(C=0.1, solver="native").fit(x, y)
     ref = SMOClassifier(C=0.1, solver="numpy").fit(x, y)
     assert native.solver_ == "native"
     np.testing.assert_allclose(native.objective_, ref.objective_, rtol=1e-3)

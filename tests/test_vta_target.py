@@ -142,7 +142,7 @@ def test_cli_bench_vta_json_and_log(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "VTA_gemm" in printed and "GOPS" in printed
     report = json.loads(out.read_text())
     assert {"total_ms", "layers", "gops", "vta_ms", "host_ms", "assumed"} <= set(report)
-    assert report["preset"] == "zcu102" and report["schedule"] == "ours"
+    assert report["preset"] == "zcu102" and report["schedule"] == "tall_pipelined"
     assert any(layer["where"] == "vta" for layer in report["layers"])
 
 

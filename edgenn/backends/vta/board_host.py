@@ -1,8 +1,9 @@
 """The board's host CPU: the work a real VTA board does on its ARM cores around each GEMM.
 
-The simulator times the accelerator. A wall-clock measurement on the board (the paper's
-Table 2) also contains the host side of every call, done before the accelerator starts and
-after it finishes, so it adds to the device time instead of overlapping it:
+The simulator times the accelerator. A wall-clock measurement on the board (Table 2 of
+the ZCU102 GEMM study, docs/references.md) also contains the host side of every call, done
+before the accelerator starts and after it finishes, so it adds to the device time instead
+of overlapping it:
 
 * ``packing``: A, B (and the bias) reordered into the tiled layouts, C unpacked afterwards;
 * ``instruction generation``: VTA's runtime builds every 128-bit instruction on the CPU (the
@@ -35,7 +36,7 @@ class BoardHost:
 
     insn_ns: float = field(default=135.0, metadata=_meta(
         "calibrated", "runtime work per instruction generated on the board's Cortex-A53: "
-                      "a least-squares fit (relative error) of the paper's Table 2 wall "
+                      "a least-squares fit (relative error) of the ZCU102 study's Table 2 wall "
                       "times minus our device time and the other terms gave 135 ns "
                       "(benchmarks/vta_gemm_table.py refits it on every run)"))
     pack_ns_per_byte: float = field(default=1.0, metadata=_meta(

@@ -20,14 +20,14 @@ def _meta(provenance: str, note: str) -> dict[str, str]:
     return {"provenance": provenance, "note": note}
 
 
-# name -> (clock MHz, AXI bus bits, board). ZCU102 is the paper's board (same 333 MHz / 128-bit
-# VTA build as ZCU104 and Ultra96: VTA's pkg_config gives those two fpga_freq 333 and a
-# 2**7-bit AXI bus; PYNQ-Z1 100 MHz and 2**6 bits).
+# name -> (clock MHz, AXI bus bits, board). ZCU102 is the ZCU102 GEMM study's board (same
+# 333 MHz / 128-bit VTA build as ZCU104 and Ultra96: VTA's pkg_config gives those two
+# fpga_freq 333 and a 2**7-bit AXI bus; PYNQ-Z1 100 MHz and 2**6 bits).
 PRESETS: dict[str, tuple[float, int, str]] = {
     "pynq": (100.0, 64, "PYNQ-Z1, Zynq-7020"),
     "ultra96": (1000.0 / 3.0, 128, "Ultra96, Zynq UltraScale+ ZU3EG"),
     "zcu104": (1000.0 / 3.0, 128, "ZCU104, Zynq UltraScale+ ZU7EV"),
-    "zcu102": (1000.0 / 3.0, 128, "ZCU102, Zynq UltraScale+ ZU9EG (the paper's board)"),
+    "zcu102": (1000.0 / 3.0, 128, "ZCU102, Zynq UltraScale+ ZU9EG (the ZCU102 GEMM study's board)"),
 }
 DEFAULT_PRESET = "zcu102"
 

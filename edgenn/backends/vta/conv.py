@@ -1,6 +1,6 @@
 """Conv2D and FullyConnected lowered to the accelerator's int8 GEMM; requantization on the CPU.
 
-The lowering (the paper's, and DarkNet's):
+The lowering (the ZCU102 GEMM study's, and DarkNet's):
 
 * A = ``im2col(x)``: ``[N*OH*OW, KH*KW*Cin]`` int8 on the host, padded with the input zero
   point (a FullyConnected's A is its input ``[N, K]`` as is);

@@ -21,10 +21,9 @@ from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
 from edgenn.backends.vta.conv import GEMM_OPS, VtaGemmLayer, cpu_reason, offload
 from edgenn.backends.vta.network_report import LayerRecord, NetworkReport
 from edgenn.backends.vta.offload import GemmFn, OffloadTarget
+from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE, schedule_name
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph
-
-DEFAULT_SCHEDULE = "ours"
 
 
 def vta_config(preset: str = DEFAULT_PRESET, bus_bits: int | None = None) -> VtaConfig:
@@ -60,14 +59,14 @@ def compile_vta(
     """Build ``graph`` for the VTA-class accelerator simulator.
 
     ``preset`` names the board (``pynq``, ``ultra96``, ``zcu104``, ``zcu102``), ``schedule``
-    the GEMM schedule (``tiled2``, ``optimized``, ``ours``), ``bus_bits`` overrides the preset's
+    the GEMM schedule (``tiled2``, ``optimized``, ``tall_pipelined``; ``ours`` is an alias of
+    ``tall_pipelined``), ``bus_bits`` overrides the preset's
     AXI width. ``gemm`` replaces the simulator's ``run_gemm`` (same signature), e.g. by a
     driver for a real board.
     """
-    from edgenn.backends.vta.gemm import SCHEDULES, run_gemm
+    from edgenn.backends.vta.gemm import run_gemm
 
-    if schedule not in SCHEDULES:
-        raise EdgennError(f"unknown VTA schedule {schedule!r} (available: {', '.join(SCHEDULES)})")
+    schedule = schedule_name(schedule)
     config = vta_config(preset, bus_bits)
     return build_executable(graph, OffloadTarget(config, schedule, gemm or run_gemm))
 

@@ -1,6 +1,7 @@
 """im2col on the host: NHWC int8 activations -> the A matrix of a convolution's GEMM.
 
-DarkNet's way of putting convolutions on a GEMM engine (and the paper's): every output pixel
+DarkNet's way of putting convolutions on a GEMM engine (and the ZCU102 GEMM
+study's, docs/references.md): every output pixel
 becomes one row of ``KH * KW * Cin`` input values, in the same (kh, kw, cin) order as a row of
 the ``[Cout, KH, KW, Cin]`` weights, so ``conv = im2col(x) @ weights.reshape(Cout, -1).T``.
 Out-of-image taps are filled with the input zero point, as TFLite's optimized kernels do:

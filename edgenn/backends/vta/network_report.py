@@ -9,9 +9,9 @@ Two kinds of time, never mixed up:
   the numpy reference code. It stands in for the board's ARM cores and is reported as such.
 
 ``total_ms`` is their sum: the accelerator and the host take turns, layer by layer, as in the
-paper's DarkNet integration. ``host_pack_ms`` (the simulator's own packing and instruction
-generation, in Python) is reported as a separate term and not added: on a board the weights
-are packed once at load time and instruction streams are cached.
+ZCU102 GEMM study's DarkNet integration. ``host_pack_ms`` (the simulator's own packing and
+instruction generation, in Python) is reported as a separate term and not added: on a board
+the weights are packed once at load time and instruction streams are cached.
 """
 
 from __future__ import annotations

@@ -158,12 +158,13 @@ def tile_kernel(acc0: int, rows: int, cols: int, row_stride: int, src0: int | No
 
 
 def init_acc(b: ProgramBuilder, problem: GemmProblem, ops: Operands, acc0: int, rows: int,
-             tn: int, nb0: int, scratch: int | None = None) -> None:
+             tn: int, nb0: int, scratch: int | None = None, load_bias: bool = True) -> None:
     """Zero the tile, or set every row to bias[nb0 : nb0 + tn].
 
-    With a ``scratch`` accumulator row (tn vectors) the bias is loaded once and added by the
-    ALU (reset 1 + ADD 2 cycles per vector); without one it is broadcast by a LOAD ACC with
-    row stride 0 (one DMA row, one latency, per tile row: simple but slow).
+    With a ``scratch`` accumulator row (tn vectors) the bias is loaded into it (unless
+    ``load_bias`` is False: the row already holds these columns) and added by the ALU (reset 1
+    + ADD 2 cycles per vector); this is the path every schedule uses. Without one it is
+    broadcast by a LOAD ACC with row stride 0 (one DMA row, one latency, per tile row).
     """
     if not problem.has_bias:
         b.gemm(tile_kernel(acc0, rows, tn, tn), reset=True)
@@ -172,9 +173,22 @@ def init_acc(b: ProgramBuilder, problem: GemmProblem, ops: Operands, acc0: int, 
     if scratch is None:
         b.load_2d(MemType.ACC, acc0, ops.bias + nb0, rows, tn, 0)
         return
-    b.load_2d(MemType.ACC, scratch, ops.bias + nb0, 1, tn, tn)
+    if load_bias:
+        b.load_2d(MemType.ACC, scratch, ops.bias + nb0, 1, tn, tn)
     b.gemm(tile_kernel(acc0, rows, tn, tn), reset=True)
     b.alu(tile_kernel(acc0, rows, tn, tn, src0=scratch, src_row_stride=0), AluOp.ADD)
+
+
+def acc_block(problem: GemmProblem, acc_depth: int, max_panels: int) -> tuple[int, int]:
+    """(columns, 16-row panels) of the largest accumulator block a baseline keeps on chip:
+    as many 16-vector columns as fit, then as many panels; with a bias, one scratch row of
+    ``columns`` vectors is reserved after the block (the bias path of ``init_acc``)."""
+    # why 17: 16 rows of the block + 1 scratch row per column when there is a bias
+    per_column = 17 if problem.has_bias else 16
+    columns = min(problem.nb, acc_depth // per_column)
+    scratch = columns if problem.has_bias else 0
+    panels = min(max_panels, (acc_depth - scratch) // (16 * columns))
+    return columns, panels
 
 
 def store_tile(b: ProgramBuilder, problem: GemmProblem, c_base: int, acc0: int, rows: int,

@@ -1,4 +1,4 @@
-"""``optimized``: the paper's Algorithm 3.
+"""``optimized``: Algorithm 3 of the ZCU102 GEMM study (docs/references.md).
 
 A 16 x kblock panel of A is loaded once and every 16x16 tile of B for all of N is streamed
 through it (one LOAD per tile); the accumulator buffer is filled with as many 16-row output
@@ -20,6 +20,7 @@ from edgenn.backends.vta.schedules.common import (
     GemmProblem,
     Operands,
     Sync,
+    acc_block,
     gemm_kernel,
     init_acc,
     load_a,
@@ -33,20 +34,22 @@ def build(problem: GemmProblem, b: ProgramBuilder, ops: Operands) -> dict[str, A
     tk_max = config.inp_depth // (2 * 16)  # two 16-row A panels (double buffer)
     tk_max = min(tk_max, config.wgt_depth // 2)  # two columns of B tiles (double buffer)
     tk_max = min(tk_max, problem.kb)
-    tn_acc = min(problem.nb, config.acc_depth // 16)
-    panels_per_fill = min(problem.mt, config.acc_depth // (16 * tn_acc))
+    tn_acc, panels_per_fill = acc_block(problem, config.acc_depth, problem.mt)
     sync = Sync.of(b)
     inp_last: list[int | None] = [None, None]
     wgt_last: list[int | None] = [None, None]
     acc_free: int | None = None
     panels_loaded = columns_loaded = 0
+    bias_cols: int | None = None  # the n0 whose bias the scratch row holds
     for n0 in range(0, problem.nb, tn_acc):
         tn = min(tn_acc, problem.nb - n0)
         for mt0 in range(0, problem.mt, panels_per_fill):
             panels = min(panels_per_fill, problem.mt - mt0)
             rows = min(16 * panels, problem.m - 16 * mt0)
             sync.st2c.wait(acc_free)
-            init_acc(b, problem, ops, 0, 16 * panels, tn, n0)
+            init_acc(b, problem, ops, 0, 16 * panels, tn, n0,
+                     scratch=16 * panels_per_fill * tn_acc, load_bias=bias_cols != n0)
+            bias_cols = n0
             for p in range(panels):
                 for k0 in range(0, problem.kb, tk_max):
                     tk = min(tk_max, problem.kb - k0)

@@ -1,10 +1,10 @@
-"""``ours``: past the paper's optimized schedule.
+"""``tall_pipelined`` (formerly ``ours``): past the ``optimized`` schedule of the ZCU102 study.
 
 What changes, and why (docs/vta.md has the numbers):
 
 1. **Taller output tiles.** ``tm`` rows of A (16 to 512) share every B tile instead of 16, so
-   B traffic per GEMM cycle drops from 16 B (the bus's whole bandwidth: the paper's schedule
-   sits on the ridge point) to ``256 / tm`` B.
+   B traffic per GEMM cycle drops from 16 B (the bus's whole bandwidth: the ``optimized``
+   schedule sits on the ridge point) to ``256 / tm`` B.
 2. **Long DMA rows.** A block is ``tm / 16`` contiguous rows of ``16 tk`` vectors, a B block
    ``tn`` rows of ``tk`` tiles: the read latency is paid per kilobytes, not per 256-byte tile.
 3. **Big instructions.** One GEMM instruction covers a whole ``tm x tk x tn`` block (thousands
@@ -267,8 +267,8 @@ def choose_plan(problem: GemmProblem, config: VtaConfig) -> Plan:
 
     plans = candidates(problem, config)
     if not plans:
-        raise VtaScheduleError(f"ours: no tiling of {problem.m}x{problem.k}x{problem.n} fits the "
-                               f"buffers")
+        raise VtaScheduleError(f"tall_pipelined: no tiling of {problem.m}x{problem.k}x"
+                               f"{problem.n} fits the buffers")
     ranked = sorted(plans, key=lambda p: (estimate(problem, config, p), -p.tm * p.tn))
     best: tuple[int, Plan] | None = None
     for plan in ranked[:TOP_CANDIDATES]:

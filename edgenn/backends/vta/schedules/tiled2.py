@@ -1,4 +1,4 @@
-"""``tiled2``: the paper's Algorithm 2, plain two-stage tiling.
+"""``tiled2``: plain two-stage tiling, Algorithm 2 of the ZCU102 GEMM study.
 
 Stage 1 cuts C into blocks sized to the accumulator buffer (the k loop accumulates on chip);
 stage 2 walks the block's 16x16 sub-tile triples: for every (m, k, n) triple one 16x16 A tile
@@ -21,6 +21,7 @@ from edgenn.backends.vta.schedules.common import (
     GemmProblem,
     Operands,
     Sync,
+    acc_block,
     gemm_kernel,
     init_acc,
     requantize,
@@ -30,18 +31,21 @@ from edgenn.backends.vta.schedules.common import (
 
 def build(problem: GemmProblem, b: ProgramBuilder, ops: Operands) -> dict[str, Any]:
     config = b.config
-    bn = min(problem.nb, config.acc_depth // 16)  # C block: as many columns as acc allows ...
-    bm_groups = min(problem.mt, config.acc_depth // (16 * bn))  # ... then as many row groups
+    # C block: as many columns as acc allows, then as many row groups (bias scratch row after)
+    bn, bm_groups = acc_block(problem, config.acc_depth, problem.mt)
     sync = Sync.of(b)
     consumed: int | None = None  # token of the last GEMM (it frees the single A / B buffers)
     acc_free: int | None = None
+    bias_cols: int | None = None  # the n0 whose bias the scratch row holds
     for mt0 in range(0, problem.mt, bm_groups):
         groups = min(bm_groups, problem.mt - mt0)
         rows = min(16 * groups, problem.m - 16 * mt0)
         for n0 in range(0, problem.nb, bn):
             tn = min(bn, problem.nb - n0)
             sync.st2c.wait(acc_free)
-            init_acc(b, problem, ops, 0, 16 * groups, tn, n0)
+            init_acc(b, problem, ops, 0, 16 * groups, tn, n0, scratch=16 * bm_groups * bn,
+                     load_bias=bias_cols != n0)
+            bias_cols = n0
             for kb in range(problem.kb):
                 for g in range(groups):
                     for j in range(tn):

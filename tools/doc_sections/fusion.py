@@ -1,0 +1,101 @@
+"""docs/fusion.md's tables and README's fusion figures, from benchmarks/fusion_variants.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doc_sections.common import Section, n, pct, span, table
+
+VARIANTS = ("a", "b", "c", "d")
+SHARED = ("model_a_int8", "model_b_int8", "model_c_int8")  # the models with CMSIS-NN figures
+
+
+def _label(model: str) -> str:
+    """model_a_int8 -> A; conv2_int8 -> conv2."""
+    base = model.removesuffix("_int8")
+    return base.removeprefix("model_").upper() if base.startswith("model_") else base
+
+
+def _by(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["model"]: r for r in doc["results"]}
+
+
+def _src(name: str) -> str:
+    return f"`benchmarks/results/fusion_variants.json`, `benchmarks/{name}.py`"
+
+
+def variants(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc["results"]:
+        cyc = {k: r[k]["cycles"] for k in VARIANTS}
+        cm = (r.get("cmsis_nn") or {}).get("cycles")
+        rows.append([_label(r["model"]), n(cm), *(n(cyc[k]) for k in VARIANTS),
+                     pct(cyc["d"] / cyc["a"]), f"{cm / cyc['d']:.2f}x" if cm else "-",
+                     n(r["a"]["arena_bytes"]), n(r["d"]["arena_bytes"])])
+    shared = [r for r in doc["results"] if r["model"] in SHARED]
+    slower = [100 * (r["d"]["cycles"] / r["a"]["cycles"] - 1) for r in shared]
+    ram = [100 * (1 - r["d"]["arena_bytes"] / r["a"]["arena_bytes"]) for r in shared]
+    b_vs_c = [100 * (r["b"]["cycles"] / r["c"]["cycles"] - 1) for r in doc["results"]
+              if r["chains"]]
+    more_ram = [_label(r["model"]) for r in doc["results"]
+                if r["d"]["arena_bytes"] > r["a"]["arena_bytes"]]
+    lines = [
+        f"Measured on {doc['date']} by `benchmarks/fusion_variants.py` "
+        f"(`benchmarks/results/fusion_variants.json`): cycles of one inference on the "
+        "Cortex-M4 cycle model (`docs/cycle_model.md`, zero wait states) and the firmware's "
+        "arena in bytes (tensors, kernel scratch and rings). CMSIS-NN: its layer-by-layer "
+        "figures recorded under the same cycle rules (`docs/cycle_model.md`).", "",
+        *table(["model", "CMSIS-NN", "(a)", "(b)", "(c)", "(d)", "(d) vs (a)",
+                "CMSIS-NN / (d)", "RAM (a)", "RAM (d)"], rows), "",
+        f"- on A, B and C, (d) takes {span(slower, '%')} more cycles than (a) and needs "
+        f"{span(ram, '%')} less RAM"
+        + (f"; {', '.join(more_ram)} need more RAM fused than layer by layer"
+           if more_ram else "") + ";",
+        f"- (b) takes {span(b_vs_c, '%')} more cycles than (c): the hoisting is what pays.",
+    ]
+    return "\n".join(lines)
+
+
+def plans(doc: dict[str, Any]) -> str:
+    rows = []
+    for p in doc["reference_plans"]:
+        rings = " + ".join(n(b) for b in p["ring_bytes"]) or "-"
+        rows.append([_label(p["model"]), n(p["unfused_bytes"]), n(p["fused_bytes"]), rings,
+                     pct(p["fused_bytes"] / p["unfused_bytes"])])
+    element = {p["ring_element_bytes"] for p in doc["reference_plans"]}
+    width = "/".join(f"int{8 * e}" for e in sorted(element))
+    return "\n".join([
+        f"Reference-runtime plans (`plan_graph`, greedy, 16-byte alignment, {width} rings as "
+        "the code plans them; no kernel scratch, so these differ from the firmware arenas "
+        f"above), bytes; {_src('fusion_variants')}:", "",
+        *table(["model", "unfused", "fused (all chains)", "rings", "change"], rows)])
+
+
+def cmsis_ratios(doc: dict[str, Any]) -> str:
+    by = _by(doc)
+    ratios = " / ".join(f"{by[m]['cmsis_nn']['cycles'] / by[m]['a']['cycles']:.2f}x"
+                        for m in SHARED)
+    return (f"on the shared models A/B/C, CMSIS-NN's recorded figures are {ratios} our "
+            f"layer-by-layer cycles ({_src('fusion_variants')})")
+
+
+def summary(doc: dict[str, Any]) -> str:
+    by = _by(doc)
+    ab = [by["model_a_int8"], by["model_b_int8"]]
+    ram = [100 * (1 - r["d"]["arena_bytes"] / r["a"]["arena_bytes"]) for r in ab]
+    cm = [r["cmsis_nn"]["cycles"] / r["d"]["cycles"] for r in ab]
+    cm_text = (f"{min(cm):.1f}x" if f"{min(cm):.1f}" == f"{max(cm):.1f}"
+               else f"{min(cm):.1f}-{max(cm):.1f}x")
+    slower = [100 * (by[m]["d"]["cycles"] / by[m]["a"]["cycles"] - 1) for m in SHARED]
+    return (f"on the shared models A and B, {span(ram, '%')} less RAM than layer by layer, "
+            f"CMSIS-NN takes {cm_text} the cycles; the unfused build (per-layer kernels with "
+            f"int8 weights) is faster still: the fused one takes {span(slower, '%')} more "
+            f"cycles on A, B and C, so fusion trades cycles for RAM ({_src('fusion_variants')})")
+
+
+SECTIONS = (
+    Section("fusion-variants", "fusion_variants", variants),
+    Section("fusion-plans", "fusion_variants", plans),
+    Section("fusion-cmsis-ratios", "fusion_variants", cmsis_ratios),
+    Section("fusion-summary", "fusion_variants", summary),
+)
