@@ -21,6 +21,11 @@ _ACTIVATIONS = {0: Activation.NONE, 1: Activation.RELU, 2: Activation.RELU_N1_TO
                 3: Activation.RELU6}
 _ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
 
+# why: a scale outside this range overflows float32 when a value or an activation bound is
+# quantized with it (6.0 / 1e-45 is inf) and makes requantization multipliers meaningless;
+# real models stay many orders of magnitude inside it
+_MIN_SCALE, _MAX_SCALE = 2.0**-64, 2.0**64
+
 
 class Builder:
     """The graph under construction: one IR tensor per referenced TFLite tensor, nodes in order.
@@ -105,6 +110,10 @@ class Builder:
         name = self.names[raw.index]
         if not np.all(np.isfinite(raw.scale)) or np.any(raw.scale <= 0):
             raise ModelFormatError(f"{self.file}: tensor {name!r} has a non-positive scale")
+        if np.any(raw.scale < _MIN_SCALE) or np.any(raw.scale > _MAX_SCALE):
+            bad = float(raw.scale[(raw.scale < _MIN_SCALE) | (raw.scale > _MAX_SCALE)][0])
+            raise ModelFormatError(f"{self.file}: tensor {name!r} has the scale {bad:.6g}, "
+                                   "outside [2^-64, 2^64]")
         if raw.scale.size == 1:
             return QuantParams(raw.scale[:1], raw.zero_point[:1], None)
         axis = raw.quantized_dimension
@@ -135,15 +144,28 @@ class Builder:
                 f"{self.file}: tensor {name!r} of shape {list(raw.shape)} ({dt.value}) needs "
                 f"{count * dt.itemsize} bytes but its buffer {raw.buffer} has {len(buf)}"
             )
-        return np.frombuffer(buf, dtype=dt.numpy.newbyteorder("<")).astype(dt.numpy).reshape(
+        data = np.frombuffer(buf, dtype=dt.numpy.newbyteorder("<")).astype(dt.numpy).reshape(
             raw.shape
         )
+        if data.dtype.kind == "f" and not np.all(np.isfinite(data)):
+            # why here: NaN / inf weights would only show up as numpy warnings (or garbage
+            # requantization multipliers) deep inside the passes and runtimes
+            raise ModelFormatError(f"{self.file}: tensor {name!r} holds non-finite values "
+                                   "(NaN or inf)")
+        return data
 
     def _make_tensor(self, raw: RawTensor, name: str) -> Tensor:
         dtype = self.dtype(raw)
         data = self._data(raw, name)
         # why: float tensors may carry calibration ranges that mean nothing here
         quant = None if dtype == DType.FLOAT32 else self.quant(raw)
+        if quant is not None and dtype in (DType.INT8, DType.UINT8, DType.INT16):
+            # why before the state below: it fills an int8 state with the zero point
+            info = np.iinfo(dtype.numpy)
+            if np.any(quant.zero_point < info.min) or np.any(quant.zero_point > info.max):
+                raise ModelFormatError(
+                    f"{self.file}: tensor {name!r} has a zero point outside {dtype.value}"
+                )
         if raw.is_variable:
             # A state tensor (LSTM, SVDF) becomes a constant holding the state every inference
             # starts from. why not the buffer: TFLite Micro never reads it; its Reset sets
@@ -152,12 +174,6 @@ class Builder:
             data = np.full(raw.shape, zp, dtype.numpy)
         if dtype == DType.INT8 and data is None and quant is None:
             raise ModelFormatError(f"{self.file}: int8 tensor {name!r} has no quantization")
-        if quant is not None and dtype in (DType.INT8, DType.UINT8):
-            info = np.iinfo(dtype.numpy)
-            if np.any(quant.zero_point < info.min) or np.any(quant.zero_point > info.max):
-                raise ModelFormatError(
-                    f"{self.file}: tensor {name!r} has a zero point outside {dtype.value}"
-                )
         return Tensor(name, raw.shape, dtype, quant, data)
 
     def add_const(self, base: str, data: np.ndarray, quant: QuantParams | None) -> str:
@@ -185,6 +201,11 @@ class Builder:
     def emit(self, node: Node) -> None:
         """Append ``node`` after checking its inferred outputs against the declared tensors."""
         inputs = [self.tensors[n] if n else None for n in node.inputs]
+        if all(t is None or t.is_const for t in inputs):
+            # why: TFLite's converter folds such operators; the runtimes feed a layer its
+            # non-constant operands only, so one without any has nothing to run on
+            raise ModelFormatError(f"{self.file}: {node}: every input is a constant "
+                                   "(an unfolded constant operator)")
         try:
             inferred = infer(node, inputs)
         except EdgennError as err:

@@ -61,6 +61,9 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
         if 0 in b.tensors[io].shape:  # empty tensors are omitted optional operands only
             raise ModelFormatError(f"{name}: graph input/output {io!r} has the empty shape "
                                    f"{list(b.tensors[io].shape)}")
+        if b.tensors[io].is_const:
+            # why: a runtime computes outputs from inputs; a constant is neither fed nor made
+            raise ModelFormatError(f"{name}: graph input/output {io!r} is a constant")
     meta = {"format": "tflite", "version": str(raw.version)}
     if raw.description:
         meta["description"] = raw.description

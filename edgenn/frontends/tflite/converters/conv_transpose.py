@@ -55,8 +55,14 @@ def transpose_conv(b: Builder, op: RawOperator) -> None:
     _, oh, ow, _ = declared.shape
     top = pad_1d(padding, oh, kh, strides[0], 1)[0]
     left = pad_1d(padding, ow, kw, strides[1], 1)[0]
-    bottom, extra_h = _crop((x.shape[1] - 1) * strides[0] + kh, top, oh)
-    right, extra_w = _crop((x.shape[2] - 1) * strides[1] + kw, left, ow)
+    full_h, full_w = (x.shape[1] - 1) * strides[0] + kh, (x.shape[2] - 1) * strides[1] + kw
+    if full_h > oh + kh or full_w > ow + kw:
+        # why: SAME and VALID both crop at most a kernel's size from the full scatter; more
+        # means a corrupt stride or shape (and a scatter buffer of absurd size)
+        raise b.fail(op, f"strides {list(strides)} scatter input {list(x.shape)} to "
+                         f"{full_h}x{full_w}, far past the declared output {list(declared.shape)}")
+    bottom, extra_h = _crop(full_h, top, oh)
+    right, extra_w = _crop(full_w, left, ow)
     attrs = {"strides": strides, "dilations": (1, 1), "pads": (top, left, bottom, right),
              "output_padding": (extra_h, extra_w), "groups": 1,
              "activation": b.activation(op)}
