@@ -13,14 +13,19 @@ def _fast(doc: dict[str, Any]) -> str:
     return str(doc.get("fast_schedule") or doc["schedules"][-1])
 
 
-def gemm_table(doc: dict[str, Any]) -> str:
+def _per_shape(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """(shape, published figures, tiled2 row, optimized row, pipelined row) per GEMM shape."""
     fast = _fast(doc)
     by = {(tuple(r["shape"]), r["schedule"]): r for r in doc["rows"]}
     shapes = list(dict.fromkeys(tuple(r["shape"]) for r in doc["rows"]))
+    return [(s, doc["paper"]["x".join(map(str, s))], by[s, "tiled2"], by[s, "optimized"],
+             by[s, fast]) for s in shapes]
+
+
+def gemm_table(doc: dict[str, Any]) -> str:
+    fast = _fast(doc)
     rows = []
-    for s in shapes:
-        paper = doc["paper"]["x".join(map(str, s))]
-        t2, op, fa = by[s, "tiled2"], by[s, "optimized"], by[s, fast]
+    for s, paper, t2, op, fa in _per_shape(doc):
         rows.append([", ".join(map(str, s)), f"{paper[0]:.1f}",
                      f"{t2['time_ms']:.3f} ({paper[1]:.1f})", f"{t2['gops']:.1f}",
                      f"{t2['percent_of_peak']:.1f}", f"{op['time_ms']:.3f} ({paper[2]:.1f})",
@@ -28,7 +33,7 @@ def gemm_table(doc: dict[str, Any]) -> str:
                      f"{fa['gops']:.1f}", f"{fa['percent_of_peak']:.1f}"])
     sm = doc["summary"]
     o2, fo = sm["optimized_over_tiled2"], sm["ours_over_optimized"]
-    big = by[(1024, 1024, 1024), fast]
+    big = next(fa for shape, _, _, _, fa in _per_shape(doc) if shape == (1024, 1024, 1024))
     lines = [
         f"Run of {doc['date']}: `benchmarks/results/vta_gemm_table.json`, written by "
         "`.venv/bin/python benchmarks/vta_gemm_table.py --check --sensitivity`. Simulated "
@@ -70,12 +75,8 @@ def sensitivity(doc: dict[str, Any]) -> str:
 
 def wall(doc: dict[str, Any]) -> str:
     fast = _fast(doc)
-    by = {(tuple(r["shape"]), r["schedule"]): r for r in doc["rows"]}
-    shapes = list(dict.fromkeys(tuple(r["shape"]) for r in doc["rows"]))
     rows = []
-    for s in shapes:
-        paper = doc["paper"]["x".join(map(str, s))]
-        t2, op, fa = by[s, "tiled2"], by[s, "optimized"], by[s, fast]
+    for s, paper, t2, op, fa in _per_shape(doc):
         rows.append([", ".join(map(str, s)), f"{t2['wall_ms']:.2f} ({paper[1]:.1f})",
                      f"{op['wall_ms']:.2f} ({paper[2]:.1f})", f"{fa['wall_ms']:.2f}",
                      f"{t2['wall_ms'] / op['wall_ms']:.2f}x ({paper[1] / paper[2]:.2f}x)"])
