@@ -16,6 +16,7 @@ from edgenn.cli.compile_cmd import (
     device_options,
 )
 from edgenn.cli.console import console, table
+from edgenn.cli.options import add_timing_options
 from edgenn.evaluate import bench_inputs
 from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
@@ -40,10 +41,7 @@ def add_parser(sub: Any) -> None:
     add_device_options(p)
     add_vta_options(p)
     add_host_options(p)
-    p.add_argument("--repeats", type=int, default=20,
-                   help="with --target host: timed runs (the median is reported)")
-    p.add_argument("--warmup", type=int, default=3,
-                   help="with --target host: untimed runs first")
+    add_timing_options(p, "with --target host")
     p.set_defaults(func=run)
 
 

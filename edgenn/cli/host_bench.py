@@ -9,12 +9,13 @@ from typing import Any
 from edgenn.api import compile_model
 from edgenn.cli.compile_cmd import fusion_settings, host_options
 from edgenn.cli.console import console, table
+from edgenn.cli.options import DEFAULT_REPEATS, DEFAULT_WARMUP
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
 
 
-def host_bench_report(graph: Graph, repeats: int = 20, warmup: int = 3,
+def host_bench_report(graph: Graph, repeats: int = DEFAULT_REPEATS, warmup: int = DEFAULT_WARMUP,
                       **options: Any) -> dict[str, Any]:
     """Compile for the host, time ``repeats`` inferences of one input; the JSON report."""
     from edgenn.evaluate import bench_input

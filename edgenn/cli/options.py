@@ -38,3 +38,16 @@ def add_out_dir_option(p: argparse.ArgumentParser, default: str, what: str) -> N
     """``--out-dir DIR`` (``--out`` kept as an alias): the folder a demo writes into."""
     p.add_argument("--out-dir", "--out", dest="out", default=default, metavar="DIR",
                    help=f"folder for {what} (default: {default})")
+
+
+DEFAULT_WARMUP = 3  # untimed runs before the timed ones (caches, page faults, thread start-up)
+DEFAULT_REPEATS = 10  # timed runs; the median is reported
+
+
+def add_timing_options(p: argparse.ArgumentParser, what: str) -> None:
+    """``--warmup N`` and ``--repeats N`` with the same defaults on every command that times."""
+    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP,
+                   help=f"untimed runs first ({what}; default {DEFAULT_WARMUP})")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                   help=f"timed runs, the median is reported ({what}; default "
+                        f"{DEFAULT_REPEATS})")

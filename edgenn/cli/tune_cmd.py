@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.cli.console import console, err_console, table
-from edgenn.cli.options import add_json_option, write_json
+from edgenn.cli.options import add_json_option, add_timing_options, write_json
 
 
 def add_parser(sub: Any) -> None:
@@ -41,8 +41,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--share-step", type=float, default=0.05,
                    help="granularity of the clusters' work shares (default 0.05)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs per trial")
-    p.add_argument("--repeats", type=int, default=7, help="timed runs per trial (median)")
+    add_timing_options(p, "per trial")
     p.add_argument("--max-ms", type=float, default=None,
                    help="stop repeating a trial once its timed runs took this long (>= 3 runs)")
     p.add_argument("--idle-ms", type=float, default=1.0,
