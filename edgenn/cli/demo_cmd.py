@@ -158,7 +158,7 @@ def _cortex_m4_part(qgraph: Any, x: np.ndarray, y_ref: np.ndarray, images: np.nd
     if fused is not None:  # model A: CMSIS-NN's cycles are known for it
         graph_a = load_tflite(_MODEL_A.read_bytes(), name="model_a")
         builds += [("model A, layer by layer", graph_a, {}),
-                   ("model A, fused (d)", graph_a, {"fuse": "all"})]
+                   ("model A, fused (ring_hoisted_pair)", graph_a, {"fuse": "all"})]
     rows = []
     result: dict[str, Any] = {"images": int(len(x)), "mismatches": mcu_mismatches,
                               "fused_model_a": fused, "cycle_model": _CYCLES, "builds": {}}
