@@ -28,6 +28,7 @@ from edgenn.backends.cortexm.flash_policy import (
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, PlanError, ShapeError
 from edgenn.ir import Graph
+from edgenn.ir.layout import to_internal
 from edgenn.ir.sample import random_inputs
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
@@ -254,21 +255,8 @@ class CortexMExecutable:
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
-        out = []
-        for name, arr in zip(g.inputs, inputs, strict=True):
-            arr = np.asarray(arr)
-            t = g.tensor(name)
-            ext = g.external_shape(name)
-            if arr.dtype != t.dtype.numpy:
-                raise ShapeError(f"input {name!r}: expected {t.dtype.value} data, "
-                                 f"got {arr.dtype.name}")
-            if arr.ndim != len(ext) or tuple(arr.shape[1:]) != tuple(ext[1:]):
-                raise ShapeError(f"input {name!r}: expected shape "
-                                 f"[N, {', '.join(map(str, ext[1:]))}], got {list(arr.shape)}")
-            perm = g.external_perm.get(name)
-            if perm:
-                arr = arr.transpose(np.argsort(perm))
-            out.append(np.ascontiguousarray(arr))
+        out = [to_internal(g, name, np.asarray(arr))
+               for name, arr in zip(g.inputs, inputs, strict=True)]
         if len({a.shape[0] for a in out}) > 1:
             raise ShapeError(f"model {g.name!r}: inputs have different batch sizes")
         return out

@@ -12,6 +12,7 @@ import edgenn.backends.ref.kernels  # noqa: F401  (registers every layer)
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph
+from edgenn.ir.layout import to_internal
 from edgenn.memory import MemoryPlan, plan_graph
 
 
@@ -83,21 +84,7 @@ class RefExecutable:
         return plan_graph(self.graph, planner=planner)
 
     def _to_internal(self, name: str, arr: np.ndarray) -> np.ndarray:
-        t = self.graph.tensor(name)
-        ext = self.graph.external_shape(name)
-        if arr.dtype != t.dtype.numpy:
-            raise ShapeError(
-                f"input {name!r}: expected {t.dtype.value} data, got {arr.dtype.name}"
-            )
-        if tuple(arr.shape[1:]) != tuple(ext[1:]) or arr.ndim != len(ext):
-            raise ShapeError(
-                f"input {name!r}: expected shape [N, {', '.join(map(str, ext[1:]))}], "
-                f"got {list(arr.shape)}"
-            )
-        perm = self.graph.external_perm.get(name)
-        if perm:
-            arr = arr.transpose(np.argsort(perm))
-        return np.ascontiguousarray(arr)
+        return to_internal(self.graph, name, arr)
 
     def _to_external(self, name: str, arr: np.ndarray) -> np.ndarray:
         perm = self.graph.external_perm.get(name)

@@ -75,6 +75,11 @@ class LibrarySpec:
         return f"{self.name}_arena" if self.static_arena else f"{self.name}_arena_base"
 
     @property
+    def ready_expr(self) -> str:
+        """True in C once an init succeeded."""
+        return f"{self.name}_ready" if self.static_arena else f"{self.name}_arena_base != NULL"
+
+    @property
     def api_symbols(self) -> tuple[str, ...]:
         n = self.name
         names = [f"{n}_init", f"{n}_init_with_arena", f"{n}_invoke", f"{n}_input",
@@ -179,7 +184,6 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
                  f"int {n}_init_with_arena(uint8_t *arena, size_t bytes)\n{{\n"
                  f"    /* why: this build computes in its static arena */\n"
                  f"    (void)arena;\n    (void)bytes;\n    return {m}_ERROR_NO_STATIC_ARENA;\n}}\n")
-        ready = f"{n}_ready"
     else:
         arena = (f"static uint8_t *{n}_arena_base;\n\n"
                  f"int {n}_init(void)\n{{\n    return {m}_ERROR_NO_STATIC_ARENA;\n}}\n\n"
@@ -190,7 +194,7 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
                  f"    if (((uintptr_t)arena % {m}_ARENA_ALIGNMENT) != 0u) {{\n"
                  f"        return {m}_ERROR_ARENA_MISALIGNED;\n    }}\n"
                  f"    {n}_arena_base = arena;\n    return {m}_OK;\n}}\n")
-        ready = f"{n}_arena_base != NULL"
+    ready = spec.ready_expr
     offsets = []
     for kind, ios in (("input", spec.inputs), ("output", spec.outputs)):
         values = ", ".join(f"{io.offset}u" for io in ios) or "0u"
@@ -228,9 +232,9 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
 
 def invoke_function(spec: LibrarySpec, body: Sequence[str]) -> str:
     """``int NAME_invoke(void)`` around the layers' statements."""
-    ready = f"{spec.name}_ready" if spec.static_arena else f"{spec.name}_arena_base != NULL"
     return (f"int {spec.name}_invoke(void)\n{{\n"
-            f"    if (!({ready})) {{\n        return {spec.macro}_ERROR_NOT_INITIALISED;\n    }}\n"
+            f"    if (!({spec.ready_expr})) {{\n"
+            f"        return {spec.macro}_ERROR_NOT_INITIALISED;\n    }}\n"
             + "\n".join(body) + f"\n    return {spec.macro}_OK;\n}}\n")
 
 
