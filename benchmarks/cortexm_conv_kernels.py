@@ -1,6 +1,6 @@
 """Cycles of the Cortex-M4 DSP conv kernel on the layer shapes of models A, B, C vs CMSIS-NN.
 
-Each layer runs the real Thumb-2 build of ``c/conv_dsp.c`` (arm-none-eabi-gcc) in unicorn,
+Each layer runs the real Thumb-2 build of ``c/edgenn_conv_s8_dsp.c`` (arm-none-eabi-gcc) in unicorn,
 priced by the project's Cortex-M4 cycle model (docs/cycle_model.md, zero wait
 states; flash wait states, caches and bus contention ignored) through the emulator's
 ``BlockCounter``; outputs are checked against the reference runtime. Random int8 weights,
@@ -53,7 +53,7 @@ LAYERS = [
 
 _BENCH_C = r"""
 #include <stdint.h>
-#include "conv_dsp.h"
+#include "edgenn_conv_s8_dsp.h"
 int8_t g_in[32768] __attribute__((aligned(4)));
 int8_t g_out[32768] __attribute__((aligned(4)));
 uint32_t g_w[8192];
@@ -63,7 +63,7 @@ uint32_t g_scratch[4096];
 void bench_halt(void) { for (;;) { __asm__ volatile("nop"); } }
 void bench_run(void)
 {
-    edgenn_conv_dsp_s8(g_in, g_out, g_scratch, g_w, g_quant, g_p[0], g_p[1], g_p[2], g_p[3],
+    edgenn_conv_s8_dsp(g_in, g_out, g_scratch, g_w, g_quant, g_p[0], g_p[1], g_p[2], g_p[3],
                        g_p[4], g_p[5], g_p[6], g_p[7], g_p[8], g_p[9], g_p[10], g_p[11],
                        g_p[12], g_p[13], g_p[14], g_p[15], g_p[16]);
 }
@@ -81,14 +81,14 @@ SECTIONS {
 
 
 def build_firmware(out_dir: Path, opt: str = "-O2") -> Path:
-    """bench_run() around edgenn_conv_dsp_s8, built for the Cortex-M4."""
+    """bench_run() around edgenn_conv_s8_dsp, built for the Cortex-M4."""
     (out_dir / "bench.c").write_text(_BENCH_C)
     (out_dir / "link.ld").write_text(_LINKER)
     elf = out_dir / "bench.elf"
     cmd = ["arm-none-eabi-gcc", *get_core("cortex-m4").cflags, opt, "-Wall", "-Wextra",
            "-Werror", "-nostartfiles", "--specs=nano.specs", f"-I{C_DIR}",
            "-T", str(out_dir / "link.ld"), "-Wl,--entry=bench_run",
-           str(out_dir / "bench.c"), str(C_DIR / "conv_dsp.c"), "-o", str(elf)]
+           str(out_dir / "bench.c"), str(C_DIR / "edgenn_conv_s8_dsp.c"), "-o", str(elf)]
     subprocess.run(cmd, check=True)
     return elf
 

@@ -25,7 +25,6 @@ import numpy as np
 import onnx
 
 from edgenn.api import load_model
-from edgenn.backends.host.compiler import Source, load_library
 from edgenn.backends.host.executable import HostExecutable, compile_host
 from edgenn.backends.host.schedule import (
     ThreadSchedule,
@@ -37,6 +36,7 @@ from edgenn.backends.host.schedule import (
 from edgenn.backends.host.threadpool import Dispatch, address, release_caller
 from edgenn.backends.host.topology import Topology, detect_topology, parse_emulation
 from edgenn.backends.ref import compile_ref
+from edgenn.cc import Source, load_library
 from edgenn.cli.console import console, table
 from edgenn.ir import Graph
 from edgenn.models import zoo
@@ -57,10 +57,10 @@ def interleaved_ms(exes: dict[str, HostExecutable], repeats: int) -> dict[str, f
     that the load of other processes on a shared machine falls on all of them alike."""
     times: dict[str, list[float]] = {label: [] for label in exes}
     for exe in exes.values():
-        exe.bench(repeats=1, warmup=2, cpu_repeats=0)
+        exe.measure(repeats=1, warmup=2, cpu_repeats=0)
     for _ in range(repeats):
         for label, exe in exes.items():
-            times[label].append(exe.bench(repeats=1, warmup=0, cpu_repeats=0).median_ms)
+            times[label].append(exe.measure(repeats=1, warmup=0, cpu_repeats=0).median_ms)
     return {label: statistics.median(t) for label, t in times.items()}
 
 
@@ -68,7 +68,7 @@ def cpu_critical_ms(exes: dict[str, HostExecutable], repeats: int) -> dict[str, 
     """The load-independent estimate (``HostBenchResult.cpu_critical_ms``) of each."""
     out = {}
     for label, exe in exes.items():
-        value = exe.bench(repeats=1, warmup=0, cpu_repeats=repeats).cpu_critical_ms
+        value = exe.measure(repeats=1, warmup=0, cpu_repeats=repeats).cpu_critical_ms
         assert value is not None
         out[label] = value
     return out

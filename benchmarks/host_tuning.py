@@ -1,5 +1,5 @@
-"""Profile-based kernel and schedule search on this machine: the paper's Tables 4-6 and
-convergence plots (Figs 9-11), and onnxruntime on the same models and threads.
+"""Profile-based kernel and schedule search on this machine: Cha, Kwon and Lee (2023)'s
+Tables 4-6 and convergence plots (Figs 9-11), and onnxruntime on the same models and threads.
 
 For each target (the real cores, and 1 big + 1 LITTLE at 0.43 emulated on them) and model
 (AlexNet, VGG16, MobileNetV2, GoogLeNet at 224x224, random weights):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.cortexm.emulator import Firmware
-from edgenn.backends.cortexm.executable import CortexMExecutable, compile_cortexm
+from edgenn.backends.cortexm.executable import BenchResult, CortexMExecutable, compile_cortexm
 from edgenn.backends.cortexm.flash_policy import DEFAULT_HEADROOM_BYTES, int8_parameter_bytes
 from edgenn.cli.console import console, progress, table
 from edgenn.errors import EdgennError
@@ -149,7 +149,7 @@ def random_inputs(graph: Graph, n: int, seed: int = 1) -> np.ndarray:
     return rng.random(shape, dtype=np.float32).astype(t.dtype.numpy)
 
 
-def layer_rows(exe: CortexMExecutable, bench: Any) -> list[dict[str, Any]]:
+def layer_rows(exe: CortexMExecutable, bench: BenchResult) -> list[dict[str, Any]]:
     rows = []
     for layer in bench.layers:
         cycles = layer.cycles or 0
@@ -158,7 +158,7 @@ def layer_rows(exe: CortexMExecutable, bench: Any) -> list[dict[str, Any]]:
             "category": op_category(exe.graph, layer.index, layer.op), "kernel": layer.kernel,
             "macs": layer.macs, "cycles": cycles,
             "macs_per_cycle": layer.macs / cycles if cycles and layer.macs else None,
-            "flash_bytes": getattr(layer, "flash_bytes", 0),
+            "flash_bytes": layer.flash_bytes,
         })
     return rows
 
@@ -187,7 +187,7 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
     x_embedded = tflm["input"] if tflm else None
     x_bench = x_embedded if x_embedded is not None else random_inputs(graph, 1, seed=0)
 
-    bench = exe.bench(x_bench)
+    bench = exe.emulate(x_bench)
     layers = layer_rows(exe, bench)
     total_macs = sum(layer["macs"] for layer in layers)
     cycles = int(bench.total_cycles or 0)
@@ -244,7 +244,7 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
         "instructions": bench.total_instructions,
         "arena_bytes": bench.arena_bytes, "stack_bytes": bench.stack_bytes,
         "flash_bytes": bench.flash_bytes, "int8_param_bytes": params,
-        "flash_breakdown": dict(getattr(bench, "flash_breakdown", {}) or {}),
+        "flash_breakdown": dict(bench.flash_breakdown),
         "mismatches": mismatches, "random_inputs": n, "oracle_note": oracle_note,
         "embedded_input": embedded, "emulate_seconds": emulate_seconds,
         "bench_input": "tflm_embedded" if x_embedded is not None else "random(seed 0)",

@@ -1,4 +1,5 @@
-"""Runtime layer skipping: the paper's Tables 1 and 2 with our numbers.
+"""Runtime layer skipping: the MCU layer-skipping study's Tables 1 and 2 (docs/references.md)
+with our numbers.
 
 For the SkipNets trained with the joint loss and with the plain loss (edgenn/models/): float and
 int8 accuracy of every configuration on the 2,000 test digits; for the int8 joint model on the
@@ -70,7 +71,7 @@ def main() -> None:
             accuracy_rows.append((name, p.label, f"{100 * f_acc:.2f}%",
                                   f"{100 * (p.accuracy or 0):.2f}%", mismatches))
         entry["union_arena_bytes"] = int(exe.manifest["arena_bytes"])
-        entry["switch_cycles"] = exe.bench(x1, skip=frozenset()).switch_cycles
+        entry["switch_cycles"] = exe.emulate(x1, skip=frozenset()).switch_cycles
         results[name] = entry
     console.print(table("Table 1: accuracy on the 2,000 test digits",
                         ["model", "config", "float", "int8", f"M4 mismatches ({args.images})"],

@@ -35,7 +35,7 @@ from edgenn.backends.cortexm.svm_device import SvmDevice
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.cli.console import console, progress, table
 from edgenn.data import mnist_split
-from edgenn.train.svm.native import NativeSvmLayer
+from edgenn.svm.native import NativeSvmLayer
 from edgenn.utils import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

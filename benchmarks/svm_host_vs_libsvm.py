@@ -36,8 +36,8 @@ from edgenn.cli.console import console, progress, table
 from edgenn.data import mnist_split
 from edgenn.evaluate import images_to_input
 from edgenn.models import shipped_model_path
-from edgenn.train.svm import CARRY_POLICIES, SMOClassifier, attach_svm_head, penultimate_features
-from edgenn.train.svm.ovo import pair_objectives
+from edgenn.svm import CARRY_POLICIES, SMOClassifier, attach_svm_head, penultimate_features
+from edgenn.svm.ovo import pair_objectives
 from edgenn.utils import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ RESULTS = ROOT / "benchmarks/results"
 
 def native_available() -> bool:
     try:
-        from edgenn.train.svm import native
+        from edgenn.svm import native
     except ImportError:
         return False
     return bool(native.available())

@@ -1,10 +1,11 @@
-"""The paper's Table 2 on the simulated VTA: ten GEMM shapes x tiled2 / optimized / ours.
+"""The ZCU102 GEMM study's Table 2 (docs/references.md) on the simulated VTA: ten GEMM
+shapes x tiled2 / optimized / tall_pipelined.
 
     .venv/bin/python benchmarks/vta_gemm_table.py [--preset zcu102] [--bus-bits 128] [--check]
 
 Times are the timing model's cycles at the preset's clock (333.33 MHz on the ZCU102: the
-paper's board), GOPS = 2 M K N / time, % of the 170.7 GOPS peak; DRAM bytes per buffer and
-GEMM utilisation per shape; the paper's measured milliseconds beside ours (they include the
+study's board), GOPS = 2 M K N / time, % of the 170.7 GOPS peak; DRAM bytes per buffer and
+GEMM utilisation per shape; the study's measured milliseconds beside ours (they include the
 board's host work, which ours report separately); ratios optimized / tiled2 and
 ours / optimized. Cycles do not depend on the data, so the table runs the timing model alone;
 ``--check`` also runs every GEMM functionally on random data and compares it with numpy.
@@ -33,7 +34,7 @@ from edgenn.utils import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-# (M, K, N): the paper's milliseconds for CPU, 2-stage tiling, optimized 2-stage (ZCU102)
+# (M, K, N): the ZCU102 GEMM study's milliseconds: CPU, 2-stage tiling, optimized 2-stage
 PAPER: dict[tuple[int, int, int], tuple[float, float, float]] = {
     (128, 128, 128): (6.7, 1.7, 0.6),
     (256, 256, 256): (51.3, 4.9, 2.6),
@@ -68,7 +69,7 @@ def geomean(xs: list[float]) -> float:
 
 
 def fit_insn_ns(rows: list[dict[str, Any]]) -> float:
-    """The per-instruction host cost that best explains the paper's wall times (least squares
+    """The per-instruction host cost that best explains the study's wall times (least squares
     on relative error) given our device times and the board model's other terms."""
     num = den = 0.0
     for r in rows:
@@ -104,7 +105,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         **device,
         "ours_percent_of_peak_1024": by[(1024, 1024, 1024), FAST]["percent_of_peak"],
-        # device time + the board CPU's modelled work (board_host): the paper's measure
+        # device time + the board CPU's modelled work (board_host): the study's measure
         "wall": ratio_summary(by, "wall_ms"),
         "insn_ns_fit": fit_insn_ns(rows),
     }
@@ -247,7 +248,7 @@ def main() -> None:
     console.print(f"wall: optimized / tiled2 mean {w['optimized_over_tiled2']['mean']:.2f}x; "
                   f"ours / optimized ResNet-18 shapes mean "
                   f"{w['ours_over_optimized']['resnet18_mean']:.2f}x; per-instruction host "
-                  f"cost fitted to the paper: {summary['insn_ns_fit']:.0f} ns "
+                  f"cost fitted to the study: {summary['insn_ns_fit']:.0f} ns "
                   f"(model uses {BoardHost().insn_ns:.0f} ns)")
     if args.check:
         bad = [r for r in rows if not r.get("bit_exact")]

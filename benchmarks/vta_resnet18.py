@@ -37,7 +37,8 @@ from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER = {"speedup_vs_cpu": 2.3, "layer_gops": (20.0, 35.0)}  # the paper's ResNet-18 figures
+# the ZCU102 GEMM study's ResNet-18 figures
+PAPER = {"speedup_vs_cpu": 2.3, "layer_gops": (20.0, 35.0)}
 
 
 def resnet18_int8(size: int, seed: int, calibration: int) -> Graph:

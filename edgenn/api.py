@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.backends.executable import Executable
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 
@@ -27,12 +28,13 @@ def quantize_model(
     return quantize(graph, calibration, method=method, **options)
 
 
-def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Any:
-    """Compile for a target into an executable object with ``run``.
+def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executable:
+    """Compile for a target into an ``Executable`` (``run``, ``sizes``, ``bench`` returning the
+    common ``BenchReport``; edgenn/backends/executable.py), whatever the target.
 
     ``ref`` is the numpy reference runtime; ``cortex-m4``, ``cortex-m7`` and ``cortex-m0plus``
     generate bare-metal C, build it with arm-none-eabi-gcc and run it in the emulator (options:
-    ``out_dir``, ``ram_kb``, ``opt``); those executables also have ``bench``. Layer fusion:
+    ``out_dir``, ``ram_kb``, ``opt``, ...). Layer fusion:
     ``fuse="none"|"all"|"auto"``, ``fusion_variant="a".."d"``, ``ram_budget``, ``latency_bound``
     (see ``edgenn.fusion``). ``vta`` runs every int8 Conv2D / FullyConnected on the VTA-class
     accelerator simulator and the other layers on the reference runtime (options: ``preset``,
@@ -40,7 +42,8 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Any:
     runs float Conv2D / FullyConnected layers as C generated and compiled for this CPU on a
     pinned thread pool, the rest on the reference runtime (options: ``threads``,
     ``schedule="tuned"|"default"``, ``db``, ``emulate_hetero``; see
-    ``edgenn.backends.host.executable.compile_host``); its executables have ``bench``.
+    ``edgenn.backends.host.executable.compile_host``). Each target's options are the fields of
+    its options dataclass (``edgenn.backends.registry.get_backend(target).options``).
     """
     from edgenn.backends.registry import get_backend
     from edgenn.fusion import fuse_for_target, fusion_options

@@ -20,8 +20,10 @@ firmware's own (tensors plus kernel scratch, rings included).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
+from edgenn.backends.options import option
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 from edgenn.passes.fusion import VARIANTS as RING_VARIANTS
@@ -36,7 +38,8 @@ BEST_VARIANT = "ring_hoisted_pair"
 VARIANT_ALIASES = dict(zip(("a", "b", "c", "d"), FUSION_VARIANTS, strict=True))
 
 __all__ = ["BEST_VARIANT", "FUSE_MODES", "FUSION_VARIANTS", "LAYER_BY_LAYER", "VARIANT_ALIASES",
-           "fuse_for_target", "fusion_options", "fusion_variant_name", "measured_costs"]
+           "FusionOptions", "fuse_for_target", "fusion_options", "fusion_variant_name",
+           "measured_costs"]
 
 
 def fusion_variant_name(name: str) -> str:
@@ -44,6 +47,29 @@ def fusion_variant_name(name: str) -> str:
     ``ring_hoisted_pair``); an unknown name comes back unchanged for the caller to reject."""
     key = name.strip().lower().replace("-", "_")
     return VARIANT_ALIASES.get(key, key)
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    """Layer fusion as every compiling command takes it (``compile_model``'s ``fuse``,
+    ``fusion_variant``, ``ram_budget``, ``latency_bound``; None: no fusion)."""
+
+    fuse: str | None = option(
+        "--fuse", choices=FUSE_MODES,
+        help="fuse Conv2D chains through rolling row buffers (default: none, or all when a "
+             "ring_* --fusion-variant is given)")
+    fusion_variant: str | None = option(
+        "--fusion-variant", type=fusion_variant_name, choices=FUSION_VARIANTS, metavar="VARIANT",
+        help="layer_by_layer (no fusion); ring_modulo (fused, per-pixel modulo into the ring); "
+             "ring_hoisted (fused, row addresses hoisted per output row); ring_hoisted_pair "
+             "(ring_hoisted + two output pixels per step with SMLAD; the default). Aliases: a, "
+             "b, c, d in that order")
+    ram_budget: int | None = option(
+        "--ram-budget", type=int,
+        help="with --fuse auto: the fastest plan whose arena fits this many bytes")
+    latency_bound: float | None = option(
+        "--latency-bound", type=float,
+        help="with --fuse auto and no budget: the smallest arena within N cycles")
 
 
 def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
@@ -104,5 +130,5 @@ def measured_costs(graph: Graph, target: str, ring_variant: str) -> dict[object,
 
 def fusion_options(options: dict[str, Any]) -> dict[str, Any]:
     """Split fusion keywords out of compile options (the rest go to the backend)."""
-    keys = ("fuse", "fusion_variant", "ram_budget", "latency_bound")
+    keys = [f.name for f in fields(FusionOptions)]
     return {k: options.pop(k) for k in keys if k in options}

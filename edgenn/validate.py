@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from edgenn.data.npz import read_npz
+from edgenn.datasets import dataset_split
 from edgenn.errors import DataError, EdgennError
+from edgenn.evaluate import images_to_input
 from edgenn.ir import DType, Graph
 
 # Float models: allowed max |target - reference|, relative to max(1, max |reference|).
@@ -195,6 +197,21 @@ def load_npz_data(path: str, graph: Graph) -> tuple[list[np.ndarray], np.ndarray
     if y is not None:
         y = labels_to_classes(y, len(xs[0]), f"{path}: array 'y'")
     return xs, y
+
+
+def dataset_inputs(graph: Graph, name: str, split: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """A named image data set's split, fed as the model's input declares, and its labels."""
+    images, labels = dataset_split(name, split)
+    return [images_to_input(graph, images)], labels
+
+
+def data_inputs(graph: Graph, path: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """The inputs and labels of an ``.npz`` (:func:`load_npz_data` with ``y`` required, as
+    accuracy is scored against it)."""
+    xs, labels = load_npz_data(path, graph)
+    if labels is None:
+        raise DataError(f"{path}: no array 'y' (the labels eval scores against)")
+    return xs, labels
 
 
 # ------------------------------------------------------------------------------ running

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.host.compiler import Source, load_library
+from edgenn.cc import Source, load_library
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, Graph, Node
 

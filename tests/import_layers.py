@@ -1,9 +1,11 @@
 """The import layers of the package: what may import what.
 
-    errors, utils, progress  <  ir, arith, data, memory, analysis, models  <  frontends, passes,
-    export, oracles, the tuning records (tune.database, .claims, .codec, .errors, .space,
+    errors, utils, progress  <  ir, arith, data, memory, analysis, models, cc (the run-time
+    host C compiler)  <  frontends, passes, export, oracles, svm (the SVM layer's solver and C
+    sources), the tuning records (tune.database, .claims, .codec, .errors, .space,
     .workload)  <  backends (ref, cortexm, host, vta)  <  quantize (calibration runs the
-    reference runtime), tune, fusion, skipping, train, evaluate, validate  <  api  <  cli  <  fuzz
+    reference runtime), tune, fusion, skipping, train, evaluate, validate, inspection  <  api
+    <  cli  <  fuzz
 
 A module imports only from its own layer or below, at module level or inside a function alike
 (a function-local import does not make an upward dependency go away). Imports under
@@ -19,22 +21,18 @@ from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "utils", "progress"),
-    ("ir", "arith", "data", "datasets", "memory", "analysis", "models"),
-    ("frontends", "passes", "export", "oracles", "tune_records"),
+    ("ir", "arith", "data", "datasets", "memory", "analysis", "models", "cc"),
+    ("frontends", "passes", "export", "oracles", "svm", "tune_records"),
     ("backends",),
-    ("quantize", "tune", "fusion", "skipping", "train", "evaluate", "validate"),
+    ("quantize", "tune", "fusion", "skipping", "train", "evaluate", "validate", "inspection"),
     ("api", "edgenn"),
     ("cli",),
     ("fuzz",),
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 
-# (importing unit, imported unit): upward imports still to be removed. The SVM layer's solver
-# and C sources live in ``train/svm`` although the backends run them (they belong in a package
-# below the backends).
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset({
-    ("backends", "train"),
-})
+# (importing unit, imported unit): upward imports still to be removed (none left).
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)

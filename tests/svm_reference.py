@@ -2,7 +2,7 @@
 
 LIBSVM's per-pair alphas are recovered from ``SVC.dual_coef_`` and each pair's dual objective
 is recomputed from them as ``1/2 |w|^2 - sum(alpha)`` (the number LIBSVM prints as ``obj``)
-by ``edgenn.train.svm.ovo.pair_objectives``; recomputing ours the same way and matching the
+by ``edgenn.svm.ovo.pair_objectives``; recomputing ours the same way and matching the
 solver's own ``objective_`` (kept from its running gradient) checks that function too.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.train.svm.ovo import pair_objectives
+from edgenn.svm.ovo import pair_objectives
 
 
 @dataclass(frozen=True)

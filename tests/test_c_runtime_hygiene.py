@@ -21,7 +21,7 @@ from edgenn.backends.cortexm.targets import CORES
 
 ROOT = Path(__file__).resolve().parents[1]
 C_DIR = ROOT / "edgenn" / "backends" / "cortexm" / "c"
-SVM_C_DIR = ROOT / "edgenn" / "train" / "svm" / "c"
+SVM_C_DIR = ROOT / "edgenn" / "svm" / "c"
 STRICT = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror")
 ARM_GCC = shutil.which("arm-none-eabi-gcc")
 HOST_GCC = shutil.which("gcc")

@@ -102,9 +102,10 @@ def test_bench_json_has_the_documented_keys(tmp_path: Path,
     out = tmp_path / "bench.json"
     assert main(["bench", str(MODEL_A), "--target", "cortex-m4", "--json", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert {"total_cycles", "layers", "arena_bytes", "stack_bytes", "flash_bytes", "ram_bytes",
-            "clock_hz", "cycle_model"} <= set(report)
-    assert report["clock_hz"] == 64e6 and report["cycle_model"]
+    assert report["schema"] == "edgenn.bench/1"
+    assert {"total_cycles", "layers", "arena_bytes", "stack_bytes", "flash_bytes",
+            "ram_bytes"} <= set(report) and {"clock_hz", "cycle_model"} <= set(report["extra"])
+    assert report["extra"]["clock_hz"] == 64e6 and report["extra"]["cycle_model"]
     assert [layer["macs"] for layer in report["layers"]] == [97_344, 2_654_208]
     assert sum(layer["cycles"] for layer in report["layers"]) <= report["total_cycles"]
     assert 0 < report["stack_bytes"] < 2048 and report["arena_bytes"] <= 29_824
@@ -160,8 +161,8 @@ def test_bench_fuse_modes_report_cycles_and_arena(tmp_path: Path) -> None:
         assert main(["bench", str(MODEL_B), "--target", "cortex-m4", "--fuse", mode,
                      "--json", str(out)]) == 0
         reports[mode] = json.loads(out.read_text())
-    assert reports["none"]["fused_chains"] == [] and reports["all"]["fused_chains"] == [
-        ["conv1", "conv2"]]
+    chains = {mode: report["extra"]["fused_chains"] for mode, report in reports.items()}
+    assert chains["none"] == [] and chains["all"] == [["conv1", "conv2"]]
     for report in reports.values():
         assert report["total_cycles"] > 0 and report["arena_bytes"] > 0
     assert reports["all"]["arena_bytes"] < reports["none"]["arena_bytes"]

@@ -1,6 +1,6 @@
-"""The Cortex-M DSP conv kernel (c/conv_dsp.c) against the reference runtime, bit for bit.
+"""The Cortex-M DSP conv kernel (c/edgenn_conv_s8_dsp.c) against the reference runtime, bit for bit.
 
-The C is built for the host (plain-C fallbacks of SMLAD/SXTB16 in fast_simd.h) and called
+The C is built for the host (plain-C fallbacks of SMLAD/SXTB16 in edgenn_acle.h) and called
 through ctypes with the weights packed by kernels/conv_dsp.py; a few shapes also run the real
 Thumb-2 build (hand-written SMLAD assembly) in the emulator.
 """
@@ -70,7 +70,7 @@ def host_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
         pytest.skip("no host C compiler")
     so = tmp_path_factory.mktemp("conv_dsp") / "conv_dsp.so"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                    str(C_DIR / "conv_dsp.c"), "-o", str(so)], check=True)
+                    str(C_DIR / "edgenn_conv_s8_dsp.c"), "-o", str(so)], check=True)
     return ctypes.CDLL(str(so))
 
 
@@ -86,7 +86,7 @@ def run_host(lib: ctypes.CDLL, graph: Graph, x: np.ndarray, fast: int | None = N
     def ptr(a: np.ndarray) -> ctypes.c_void_p:
         return ctypes.c_void_p(a.ctypes.data)
 
-    lib.edgenn_conv_dsp_s8(ptr(xc), ptr(out), ptr(scratch), ptr(w), ptr(quant),
+    lib.edgenn_conv_s8_dsp(ptr(xc), ptr(out), ptr(scratch), ptr(w), ptr(quant),
                            *(ctypes.c_int(v) for v in call_args(p, fast)))
     return out[None]
 

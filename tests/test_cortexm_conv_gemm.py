@@ -1,6 +1,6 @@
 """conv_gemm_s8 (generated int8 general Conv2D, 4x2 SMLAD) against the reference runtime.
 
-Host part: the per-layer C the plug-in generates (plain-C twins of the asm, fast_simd.h's
+Host part: the per-layer C the plug-in generates (plain-C twins of the asm, edgenn_acle.h's
 shims) is compiled with the host gcc, several layers in one library, and called through
 ctypes; every output must equal the numpy reference runtime's (bit-exact with TFLite Micro).
 Emulator part: one-layer graphs compiled for cortex-m4 (the Thumb-2 build with the
@@ -134,7 +134,7 @@ def host_lib(tmp_path_factory: pytest.TempPathFactory,
         pytest.skip("no host C compiler")
     rng = np.random.default_rng(2)
     graphs = [conv_graph(rng, c) for c in CASES]
-    parts = ['#include "conv_gemm.h"\n']
+    parts = ['#include "edgenn_conv_s8_gemm_dsp.h"\n']
     for i, g in enumerate(graphs):
         with compact_code(request.param):
             call = KERNEL.prepare(g.nodes[0], g, M4)

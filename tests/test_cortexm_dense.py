@@ -163,12 +163,13 @@ def _host_run(g: Graph, x: np.ndarray, tmp: Path) -> np.ndarray:
     kcall = KERNEL.prepare(g.nodes[0], g, M4)
     decls, call = render(kcall, "l0", {"in0": "in", "out0": "out", "scratch": "scratch"})
     src = tmp / "layer.c"
-    src.write_text('#include <stdint.h>\n#include "dense.h"\n\n' + "\n\n".join(decls)
+    src.write_text('#include <stdint.h>\n#include "edgenn_fc_widen_s8_dsp.h"\n\n'
+                   + "\n\n".join(decls)
                    + "\n\nvoid run(const int8_t *in, int8_t *out, void *scratch)\n{\n    "
                    + call + "\n}\n")
     lib = tmp / "layer.so"
     subprocess.run([cc, "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-I{C_DIR}",
-                    str(src), str(C_DIR / "dense.c"), "-o", str(lib)], check=True)
+                    str(src), str(C_DIR / "edgenn_fc_widen_s8_dsp.c"), "-o", str(lib)], check=True)
     so = ctypes.CDLL(str(lib))
     xc = np.ascontiguousarray(x, np.int8)
     out = np.zeros(g.tensor("y").shape, np.int8)

@@ -99,7 +99,7 @@ def host_run(tmp: Path, g: Graph, x: np.ndarray) -> np.ndarray:
     if cc is None:
         pytest.skip("no host C compiler")
     call = DepthwiseConv().prepare(g.nodes[0], g, M4)
-    src = ['#include "depthwise.h"']
+    src = ['#include "edgenn_dwconv_s8_gen_dsp.h"']
     src += [array_decl(f"L_{a.name}", a) for a in call.arrays]
     src.append(call.code.replace("@P@", "L"))
     src.append("void run(const int8_t *in, int8_t *out, int16_t *s) { L_dw(in, out, s); }")
@@ -177,7 +177,7 @@ def test_identical_layers_share_their_functions(tmp_path: Path) -> None:
     calls = [DepthwiseConv().prepare(g.nodes[0], g, M4) for g in graphs]
     # the code is the same up to the prefix when the shapes and the layer constants agree
     assert calls[0].code == calls[1].code
-    src = ['#include "depthwise.h"']
+    src = ['#include "edgenn_dwconv_s8_gen_dsp.h"']
     for name, call in zip(("A", "B"), calls, strict=True):
         src += [array_decl(f"{name}_{a.name}", a) for a in call.arrays]
         src.append(call.code.replace("@P@", name))
@@ -218,8 +218,9 @@ def test_row_code_pairs_taps() -> None:
 def test_plugin_chosen_on_dsp_cores_only() -> None:
     rng = np.random.default_rng(3)
     g = dw_graph(rng, (8, 8), 8, (3, 3), (1, 1), (1, 1, 1, 1))
-    assert select_kernel(g.nodes[0], g, M4).name == "depthwise_s8"
-    assert select_kernel(g.nodes[0], g, get_core("cortex-m0plus")).name != "depthwise_s8"
+    assert select_kernel(g.nodes[0], g, M4).name == "edgenn_dwconv_s8_gen_dsp"
+    m0 = get_core("cortex-m0plus")
+    assert select_kernel(g.nodes[0], g, m0).name != "edgenn_dwconv_s8_gen_dsp"
 
 
 # ---- emulator: the real Thumb-2 build -------------------------------------------------------
@@ -233,7 +234,7 @@ def _emulated(g: Graph, x: np.ndarray) -> np.ndarray:
     from edgenn.api import compile_model
 
     exe = compile_model(g, target="cortex-m4", widen="none")
-    assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["depthwise_s8"]
+    assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["edgenn_dwconv_s8_gen_dsp"]
     return np.asarray(exe.run(x)[0])
 
 
@@ -262,7 +263,7 @@ def test_emulator_dwsep_model_matches_reference() -> None:
     if perm is not None:
         x = np.ascontiguousarray(x.transpose(perm))
     exe = compile_model(g, target="cortex-m4", widen="none")
-    assert "depthwise_s8" in {str(m["kernel"]) for m in exe.manifest["layers"]}
+    assert "edgenn_dwconv_s8_gen_dsp" in {str(m["kernel"]) for m in exe.manifest["layers"]}
     for a, b in zip(exe.run(x), compile_ref(g).run(x), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)
 
@@ -324,5 +325,5 @@ def test_emulator_compact_code() -> None:
         g = dw_graph(rng, hw, c, k, strides, pads, Activation.RELU, out_zp=-128, dil=dil)
         x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
         exe = compile_cortexm(g, "cortex-m4", widen="none", compact=True)
-        assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["depthwise_s8"]
+        assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["edgenn_dwconv_s8_gen_dsp"]
         np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])

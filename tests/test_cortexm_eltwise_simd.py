@@ -100,7 +100,7 @@ def _harness(graphs: list[Graph]) -> str:
         bodies.append(f"void case_{i}(void **ins, void **outs, void *scratch);\n"
                       f"void case_{i}(void **ins, void **outs, void *scratch)\n{{\n"
                       f"    (void)ins; (void)outs; (void)scratch;\n    {call}\n}}\n")
-    head = '#include <stdint.h>\n#include "eltwise_simd.h"\n'
+    head = '#include <stdint.h>\n#include "edgenn_eltwise_s8_dsp.h"\n'
     return head + "\n".join(decls) + "\n\n" + "\n".join(bodies)
 
 
@@ -109,7 +109,7 @@ def _build(tmp: Path, src: str) -> ctypes.CDLL:
     so = tmp / "h.so"
     res = subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-std=gnu11", "-Wall", "-Wextra",
                           "-Werror", f"-I{C_DIR}", str(tmp / "h.c"),
-                          str(C_DIR / "eltwise_simd.c"), "-o", str(so)],
+                          str(C_DIR / "edgenn_eltwise_s8_dsp.c"), "-o", str(so)],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     return ctypes.CDLL(str(so))
@@ -185,11 +185,11 @@ def _grid_check(g: Graph, mode: int, plan: dict[str, np.ndarray | int],
     p = [ctypes.c_void_p(x.ctypes.data) for x in (a, b, out, ta, tb)]
     ci = ctypes.c_int32
     if mode == 1:
-        lib.ews_add1_s8(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
+        lib.edgenn_add_s8_dsp_smmulr(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
                         ci(int(plan["mult"])), ci(int(plan["rshift"])), ci(int(plan["half"])),
                         ci(layer.lo), ci(layer.hi))
     else:
-        lib.ews_add0_s8(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
+        lib.edgenn_add_s8_dsp(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
                         ci(layer.m_out), ci(layer.sh_out), ci(layer.zp_out), ci(layer.lo),
                         ci(layer.hi))
     np.testing.assert_array_equal(out, want)
@@ -249,7 +249,8 @@ def test_emulator_chain_matches_reference(monkeypatch: pytest.MonkeyPatch) -> No
     feeds = [rand_i8(rng, (3, *shape[1:])), rand_i8(rng, (3, *shape[1:]))]
     want = compile_ref(g).run(*feeds)[0]
     names = [select_kernel(n, g, M4).prepare(n, g, M4).kernel_name for n in nodes]
-    assert names == ["ews_add2_s8", "ews_add2_s8", "ews_mul2_s8", "ews_lut_s8", "ews_add2_s8"]
+    assert names == ["edgenn_add_s8_gen_dsp", "edgenn_add_s8_gen_dsp", "edgenn_mul_s8_gen_dsp",
+                     "edgenn_lut_s8_dsp", "edgenn_add_s8_gen_dsp"]
     np.testing.assert_array_equal(compile_model(g, target="cortex-m4").run(*feeds)[0], want)
     # the slower forms on the target too
     real = eltwise_simd.add_plan

@@ -1,6 +1,6 @@
-"""fast_dwconv_s8 (DSP depthwise conv) against the reference runtime, bit for bit.
+"""edgenn_dwconv_s8_dsp (DSP depthwise conv) against the reference runtime, bit for bit.
 
-Host part: c/fast_dwconv.c built with the host gcc (plain-C SXTB16/SMLABB/SMMULR shims) and
+Host part: c/edgenn_dwconv_s8_dsp.c built with the host gcc (plain-C SXTB16/SMLABB/SMMULR shims) and
 called through ctypes with exactly the arrays the plug-in generates, on many shapes (odd
 channel counts, stride 2, 5x5, asymmetric pads, windows wholly in the padding) and extreme
 zero points, in every requantization mode the generator may pick. Emulator part: the real
@@ -83,12 +83,12 @@ def host_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
         pytest.skip("no host C compiler")
     so = tmp_path_factory.mktemp("fast_dwconv") / "dw.so"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                    str(C_DIR / "fast_dwconv.c"), "-o", str(so)], check=True)
+                    str(C_DIR / "edgenn_dwconv_s8_dsp.c"), "-o", str(so)], check=True)
     return ctypes.CDLL(str(so))
 
 
 def run_host(lib: ctypes.CDLL, g: Graph, x: np.ndarray, fast: int | None = None) -> np.ndarray:
-    """fast_dwconv_s8 per batch item with the plug-in's arrays (its mode, or ``fast``)."""
+    """edgenn_dwconv_s8_dsp per batch item with the plug-in's arrays (its mode, or ``fast``)."""
     p = conv_params(g.nodes[0], g)
     fast = dw_mode(p) if fast is None else fast
     w = pack_dw_weights(p.w, 2 if fast else 1)
@@ -99,7 +99,7 @@ def run_host(lib: ctypes.CDLL, g: Graph, x: np.ndarray, fast: int | None = None)
         xc = np.ascontiguousarray(item, dtype=np.int8)
         out = np.zeros((p.out_h, p.out_w, p.out_c), np.int8)
         scratch = np.zeros(dw_scratch(p), np.int8)
-        lib.fast_dwconv_s8(_ptr(xc), _ptr(out), _ptr(scratch), _ptr(w), _ptr(quant),
+        lib.edgenn_dwconv_s8_dsp(_ptr(xc), _ptr(out), _ptr(scratch), _ptr(w), _ptr(quant),
                            *(ctypes.c_int(v) for v in dw_args(p, fast)))
         outs.append(out)
     return np.stack(outs)

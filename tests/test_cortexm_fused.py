@@ -1,10 +1,11 @@
-"""FusedConvChain on Cortex-M (kernels/fused_chain.py + c/fused_chain.c) vs the unfused reference.
+"""FusedConvChain on Cortex-M (kernels/fused_chain.py + c/edgenn_fused_chain_s8_dsp.c) vs the
+unfused reference.
 
-Host part: fused_chain.c compiled with the host gcc (plain-C SMLAD shims of fast_simd.h) and
-called through ctypes with exactly the arrays the plug-in generates, for many chain shapes and
-all three variants; the oracle is the reference runtime on the UNFUSED graph (itself
-bit-exact with TFLite Micro). Emulator part: models A, B, C and the conv2 fixture, fused with
-each variant, built for cortex-m4 (the real Thumb-2 assembly) on 20 MNIST digits.
+Host part: edgenn_fused_chain_s8_dsp.c compiled with the host gcc (plain-C SMLAD shims of
+edgenn_acle.h) and called through ctypes with exactly the arrays the plug-in generates, for many
+chain shapes and all three variants; the oracle is the reference runtime on the UNFUSED graph
+(itself bit-exact with TFLite Micro). Emulator part: models A, B, C and the conv2 fixture, fused
+with each variant, built for cortex-m4 (the real Thumb-2 assembly) on 20 MNIST digits.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def host_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
         pytest.skip("no host C compiler")
     so = tmp_path_factory.mktemp("fused") / "fused.so"
     subprocess.run([cc, "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                    str(C_DIR / "fused_chain.c"), "-o", str(so)], check=True)
+                    str(C_DIR / "edgenn_fused_chain_s8_dsp.c"), "-o", str(so)], check=True)
     return ctypes.CDLL(str(so))
 
 
@@ -96,8 +97,8 @@ def run_host(lib: ctypes.CDLL, fg: Graph, x: np.ndarray) -> np.ndarray:
         out = np.zeros(y.shape[1:], np.int8)
         scratch = np.full(plan.scratch_bytes // 4 + 1, 0x5A5A5A5A, np.uint32)  # not zeroed
         xc = np.ascontiguousarray(img)
-        lib.fused_chain_s8(_ptr(xc), _ptr(out), _ptr(scratch), _ptr(plan.meta), _ptr(plan.w),
-                           _ptr(plan.quant))
+        lib.edgenn_fused_chain_s8_dsp(_ptr(xc), _ptr(out), _ptr(scratch), _ptr(plan.meta),
+                                      _ptr(plan.w), _ptr(plan.quant))
         outs.append(out)
     return np.stack(outs)
 
@@ -178,7 +179,7 @@ def test_emulator_fused_models_match_reference(model: str) -> None:
         assert any(n.op == "FusedConvChain" for n in fg.nodes)
         exe = compile_model(fg, target="cortex-m4")
         kernels = [str(m["kernel"]) for m in exe.manifest["layers"]]
-        assert f"fused_chain_s8[{variant}]" in kernels, kernels
+        assert f"edgenn_fused_chain_s8_dsp[{variant}]" in kernels, kernels
         for a, b in zip(exe.run(x), want, strict=True):
             np.testing.assert_array_equal(np.asarray(a), b, err_msg=f"{model} {variant}")
 

@@ -103,7 +103,8 @@ def _harness(graphs: list[Graph]) -> tuple[str, set[str]]:
         bodies.append(f"void case_{i}(void *in, void *out, void *scratch);\n"
                       f"void case_{i}(void *in, void *out, void *scratch)\n{{\n"
                       f"    (void)scratch;\n    {call}\n}}\n")
-    head = ('#include <stdint.h>\n#include "pool_simd.h"\n#include "edgenn_unary_s8.h"\n')
+    head = ('#include <stdint.h>\n#include "edgenn_avgpool_s8_dsp.h"\n'
+            '#include "edgenn_unary_s8.h"\n')
     return head + "\n".join(decls) + "\n\n" + "\n".join(bodies), sources
 
 
@@ -113,7 +114,7 @@ def test_host_random_layers_match_reference(tmp_path: Path) -> None:
     graphs = [random_case(rng) for _ in range(150)]
     names = {select_kernel(g.nodes[0], g, M4).prepare(g.nodes[0], g, M4).kernel_name
              for g in graphs}
-    assert names == {"pool_simd_gap_s8", "pool_simd_avg_s8", "pool_simd_mean_s8"}
+    assert names == {"edgenn_avgpool_s8_global_dsp", "edgenn_avgpool_s8_dsp", "edgenn_mean_s8_dsp"}
     src, sources = _harness(graphs)
     (tmp_path / "h.c").write_text(src)
     so = tmp_path / "h.so"

@@ -95,7 +95,7 @@ def test_switch_cost_and_per_config_cycles(resnet: Graph, resnet_m4) -> None:  #
     call = resnet_m4.machine.call("model_set_skip_mask", 3)
     # docs/skipping.md and README state 6 cycles: a literal load, a store, the return
     assert call.cycles == SWITCH_CYCLES and call.instructions == 3
-    benches = {c: resnet_m4.bench(x, skip=c) for c in all_configs(find_blocks(resnet))}
+    benches = {c: resnet_m4.emulate(x, skip=c) for c in all_configs(find_blocks(resnet))}
     full = benches[frozenset()]
     for config, b in benches.items():
         assert b.switch_cycles == SWITCH_CYCLES
@@ -142,7 +142,7 @@ def test_other_cores(resnet: Graph, core: str, skip: str, tmp_path: Path) -> Non
     exe = compile_cortexm(resnet, core, out_dir=tmp_path)
     x = _digits(resnet)
     np.testing.assert_array_equal(exe.run(x, skip=skip)[0], _ref(resnet, frozenset({skip}), x))
-    b = exe.bench(x, skip="block1,block2")
+    b = exe.emulate(x, skip="block1,block2")
     assert b.switch_cycles is None and b.switch_instructions is not None
     assert b.switch_instructions <= 4
 

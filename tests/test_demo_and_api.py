@@ -16,7 +16,7 @@ from edgenn.models import shipped_model_path
 
 
 def test_demo_reports_zero_tflm_mismatches_and_small_accuracy_loss(tmp_path: Path) -> None:
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+    assert main(["demo", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["tflm_mismatches"] == 0 and report["outputs_compared"] == 20000
     assert report["float_accuracy"] >= 0.98

@@ -1,4 +1,4 @@
-"""The run-time host C compiler (edgenn.backends.host): build, cache, load, errors."""
+"""The run-time host C compiler (edgenn.cc): build, cache, load, errors."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edgenn.backends.host import Source, compile_shared, compiler_available, load_library
-from edgenn.backends.host.compiler import find_host_compiler
+from edgenn.cc import Source, compile_shared, compiler_available, find_host_compiler, load_library
 from edgenn.errors import ToolchainError
 
 pytestmark = pytest.mark.skipif(not compiler_available(), reason="no host C compiler")

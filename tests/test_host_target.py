@@ -21,6 +21,7 @@ import onnx
 import pytest
 
 from edgenn.api import TARGETS, compile_model, load_model, quantize_model
+from edgenn.backends.bench_report import BenchSettings
 from edgenn.backends.host import executable as host_executable
 from edgenn.backends.host.executable import HostExecutable, HostLayer, compile_host
 from edgenn.backends.host.layer_bench import LayerBench
@@ -138,26 +139,28 @@ def test_outputs_survive_the_next_run(small: Graph) -> None:
 
 def test_bench_reports_median_and_layers(small: Graph) -> None:
     exe = standin(small, schedule="default", threads=2)
-    result = exe.bench(repeats=5, warmup=1)
-    data = result.to_json()
-    assert data["target"] == "host" and data["median_ms"] > 0
+    report = exe.bench(settings=BenchSettings(repeats=5, warmup=1)).to_json()
+    data, layers = report["extra"], report["layers"]  # the host's own figures in "extra"
+    assert report["target"] == "host" and data["median_ms"] > 0
+    assert report["total_ms"] == data["median_ms"]
     assert data["min_ms"] <= data["median_ms"] <= data["max_ms"]
     assert data["repeats"] == 5 and data["threads"] == 2 and data["emulated"] is False
     assert data["emulation_note"] is None
-    assert [layer["name"] for layer in data["layers"]] == [n.name for n in small.nodes]
-    assert sum(layer["median_ms"] for layer in data["layers"]) <= data["max_ms"] * 1.5
-    assert json.loads(json.dumps(data)) == data
+    assert [layer["name"] for layer in layers] == [n.name for n in small.nodes]
+    assert sum(layer["ms"] for layer in layers) <= data["max_ms"] * 1.5
+    assert json.loads(json.dumps(report)) == report
     assert data["cpu_critical_ms"] > 0
-    assert all(layer["cpu_ms"] is not None and layer["cpu_ms"] >= 0 for layer in data["layers"])
-    assert data["cpu_critical_ms"] == pytest.approx(sum(la["cpu_ms"] for la in data["layers"]))
+    cpu_ms = [layer["extra"]["cpu_ms"] for layer in layers]
+    assert all(ms is not None and ms >= 0 for ms in cpu_ms)
+    assert data["cpu_critical_ms"] == pytest.approx(sum(cpu_ms))
     assert all(not layer.dispatch.measure_cpu for layer in exe.host_layers())  # switched off
-    assert exe.bench(repeats=1, cpu_repeats=0).cpu_critical_ms is None
+    assert exe.measure(repeats=1, cpu_repeats=0).cpu_critical_ms is None
 
 
 @two_cpus
 def test_emulated_bench_is_labelled(small: Graph) -> None:
     exe = standin(small, schedule="default", emulate_hetero="1+1:0.43")
-    data = exe.bench(repeats=2, warmup=0).to_json()
+    data = exe.bench(settings=BenchSettings(repeats=2, warmup=0)).to_json()["extra"]
     assert data["emulated"] is True and "emulated" in data["topology"]
     assert "busy-waits" in data["emulation_note"]
     assert "1x1.00+1x0.43e" in data["fingerprint"]
@@ -250,7 +253,7 @@ def test_tuned_applies_best_records_and_falls_back(small: Graph, fake_db: dict[s
     layer = next(s for s in exe.steps if isinstance(s, HostLayer) and s.node == convs[0])
     assert layer.schedule == two and layer.choice.tuned_ms == 0.123
     assert_matches_ref(exe, small, batch_input(small, 2))
-    timing = {t.name: t for t in exe.bench(repeats=1, warmup=0).layers}
+    timing = {t.name: t for t in exe.measure(repeats=1, warmup=0).layers}
     assert timing[convs[0].name].tuned_ms == 0.123
     if len(CPUS) >= 2:  # a 2-thread record does not apply under --threads 1
         capped = standin(small, schedule="tuned", threads=1, db="sqlite:///x", topology=topo)
@@ -354,7 +357,7 @@ def test_cli_run_and_bench(models: dict[str, Path], tmp_path: Path, standin_kern
     out = tmp_path / "bench.json"
     assert main(["bench", str(models["small_cnn"]), "--target", "host", "--schedule",
                  "default", "--repeats", "3", "--warmup", "1", "--json", str(out)]) == 0
-    data = json.loads(out.read_text())
+    data = json.loads(out.read_text())["extra"]
     assert data["median_ms"] > 0 and data["schedule"] == "default" and not data["emulated"]
     printed = capsys.readouterr().out
     assert "median" in printed and "small_cnn on host" in printed
@@ -368,10 +371,11 @@ def test_cli_bench_emulated_with_explicit_schedule(models: dict[str, Path], tmp_
     assert main(["bench", str(models["small_cnn"]), "--target", "host", "--emulate-hetero",
                  "1+1:0.43", "--schedule", "0:1:0.7+1:1:0.3", "--repeats", "2",
                  "--json", str(out)]) == 0
-    data = json.loads(out.read_text())
+    report = json.loads(out.read_text())
+    data = report["extra"]
     assert data["emulated"] is True and data["schedule"] == "given"
-    host = [layer for layer in data["layers"] if layer["where"] == "host"]
-    assert {layer["schedule"] for layer in host} == {"big 1t 70% + LITTLE 1t 30%"}
+    host = [layer for layer in report["layers"] if layer["where"] == "host"]
+    assert {layer["extra"]["schedule"] for layer in host} == {"big 1t 70% + LITTLE 1t 30%"}
     printed = capsys.readouterr().out
     assert "(emulated)" in printed and "note: emulated heterogeneity" in printed
 
@@ -435,7 +439,8 @@ def test_cli_bench_with_real_kernels(models: dict[str, Path], tmp_path: Path) ->
     out = tmp_path / "bench.json"
     assert main(["bench", str(models["mobilenet_v2"]), "--target", "host", "--threads", "1",
                  "--schedule", "default", "--repeats", "3", "--json", str(out)]) == 0
-    data = json.loads(out.read_text())
+    report = json.loads(out.read_text())
+    data = report["extra"]
     assert data["median_ms"] > 0 and data["threads"] == 1
-    kernels = {layer["kernel"] for layer in data["layers"] if layer["where"] == "host"}
+    kernels = {layer["kernel"] for layer in report["layers"] if layer["where"] == "host"}
     assert any(k.startswith("depthwise") for k in kernels)

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from edgenn.backends.host.compiler import Source, load_library
 from edgenn.backends.host.schedule import (
     ANY_CLUSTER,
     ClusterWork,
@@ -36,6 +35,7 @@ from edgenn.backends.host.schedule import (
 )
 from edgenn.backends.host.threadpool import Dispatch, PoolError, release_caller, shared_pool
 from edgenn.backends.host.topology import Cluster, Topology, parse_emulation, process_cpus
+from edgenn.cc import Source, load_library
 
 CPUS = process_cpus()
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs two CPUs")

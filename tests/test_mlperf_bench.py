@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 
@@ -136,14 +137,14 @@ def test_per_layer_flash_in_bench(tmp_path: Path) -> None:
     graph = load_tflite(fixture.read_bytes(), name="model_c")
     exe = compile_cortexm(graph, "cortex-m4")
     x = np.zeros((1, *graph.external_shape(graph.inputs[0])[1:]), np.int8)
-    result = exe.bench(x)
+    result = exe.emulate(x)
     fmap = exe.flash_map()
     assert [layer.flash_bytes for layer in result.layers] == fmap.layers
     assert all(f > 0 for f in fmap.layers)  # each conv has its own weights
     assert sum(fmap.layers) + fmap.shared_kernels + fmap.runtime + fmap.other == \
         result.flash_bytes == fmap.total
     assert fmap.shared_kernels > 0 and fmap.runtime > 0 and fmap.other >= 0
-    assert result.to_dict()["layers"][0]["flash_bytes"] == fmap.layers[0]
+    assert asdict(result)["layers"][0]["flash_bytes"] == fmap.layers[0]
     assert result.flash_breakdown["shared_kernels"] == fmap.shared_kernels
     # the old positional constructor still works
     assert LayerBench(0, "a", "Conv2D", "k", 1, 2, 3).flash_bytes == 0

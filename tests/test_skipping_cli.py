@@ -59,9 +59,9 @@ def test_bench_skip_reports_that_configuration_and_a_cheap_switch(tmp_path: Path
         argv = ["bench", str(RESNET), "--target", "cortex-m4", "--json", str(out)]
         assert main(argv + (["--skip", skip] if skip else [])) == 0
         reports[skip] = json.loads(out.read_text())
-    assert reports["block2"]["skip"] == ["block2"]
+    assert reports["block2"]["extra"]["skip"] == ["block2"]
     assert reports["block2"]["total_cycles"] < 0.7 * reports[None]["total_cycles"]
-    assert reports["block2"]["switch_cycles"] == 6  # the figure docs/skipping.md states
+    assert reports["block2"]["extra"]["switch_cycles"] == 6  # the figure docs/skipping.md states
 
 
 def test_run_skip_on_cortex_m4_equals_the_reference(tmp_path: Path) -> None:
@@ -84,5 +84,5 @@ def test_bench_plot_writes_the_pareto_png(tmp_path: Path) -> None:
     assert main(["bench", str(RESNET), "--target", "cortex-m4", "--plot", str(png),
                  "--json", str(out)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    configs = json.loads(out.read_text())["configurations"]
+    configs = json.loads(out.read_text())["extra"]["configurations"]
     assert len(configs) == 4 and all(c["cycles"] and c["accuracy"] for c in configs)

@@ -4,7 +4,7 @@
 Oracles:
 - the reference runtime (``compile_ref``) of the same quantized CNN: the device's feature
   vectors must equal its feature tensor bit for bit;
-- the host float32 build of the SVM's C (edgenn.train.svm.native), trained on the reference
+- the host float32 build of the SVM's C (edgenn.svm.native), trained on the reference
   runtime's features of the same images: w, b, iterations and every vote, score and decision
   must be identical (the same float32 arithmetic);
 - the reference layer of ``edgenn svm-demo``: the scenario on the device stays within a point.
@@ -26,8 +26,8 @@ from edgenn.backends.cortexm.codegen.svm_cnn_project import (
 from edgenn.backends.cortexm.codegen.svm_project import SvmConfig
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import GraphValidationError, PlanError, ShapeError
-from edgenn.train.svm.errors import BufferFullError, SvmParameterError
-from edgenn.train.svm.native import NativeSvmLayer, available
+from edgenn.svm.errors import BufferFullError, SvmParameterError
+from edgenn.svm.native import NativeSvmLayer, available
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
@@ -47,7 +47,7 @@ def setup() -> dict[str, Any]:
     from edgenn.backends.ref import compile_ref
     from edgenn.data.mnist import mnist_split
     from edgenn.evaluate import images_to_input
-    from edgenn.train.svm import penultimate_features
+    from edgenn.svm import penultimate_features
     from edgenn.train.svm.demo import quantized_cnn
 
     graph = quantized_cnn(calibration_digits=100)

@@ -34,7 +34,7 @@ def setup() -> dict[str, Any]:
     from edgenn.backends.cortexm.svm_cnn_qemu import SvmCnnBoard
     from edgenn.data.mnist import mnist_split
     from edgenn.evaluate import images_to_input
-    from edgenn.train.svm import penultimate_features
+    from edgenn.svm import penultimate_features
     from edgenn.train.svm.demo import quantized_cnn
 
     graph = quantized_cnn(calibration_digits=100)
@@ -112,7 +112,7 @@ def test_cli_refuses_a_board_on_the_cycle_model(capsys: pytest.CaptureFixture[st
     from edgenn.cli.main import main
 
     assert main(["svm-demo", "--board", "mps2-an386", "--emulator", "unicorn",
-                 "--out", str(tmp_path)]) == 2
+                 "--out-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--emulator unicorn runs the generic firmware" in err[0]
 
@@ -125,7 +125,7 @@ def test_demo_scenario_in_qemu(tmp_path: Any) -> None:
     from edgenn.cli.main import main
 
     assert main(["svm-demo", "--board", "mps2-an386", "--capacity", "30", "--steps", "2",
-                 "--device-test", "60", "--out", str(tmp_path)]) == 0
+                 "--device-test", "60", "--out-dir", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert (report["emulator"], report["board"], report["device_test_digits"]) == (
         "qemu", "mps2-an386", 60)

@@ -18,7 +18,7 @@ needs_arm_gcc = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
 def test_svm_demo_learns_new_classes_on_the_emulated_device(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     assert main(["svm-demo", "--steps", "2", "--capacity", "60", "--device-test", "100",
-                 "--out", str(out)]) == 0
+                 "--out-dir", str(out)]) == 0
     report = json.loads((out / "report.json").read_text())
     before, after = report["steps"][0], report["steps"][-1]
     assert report["known"] == [0, 1, 2, 3, 4] and report["new"] == [5, 6, 7, 8, 9]
@@ -32,8 +32,8 @@ def test_svm_demo_learns_new_classes_on_the_emulated_device(tmp_path: Path) -> N
 
 def test_svm_demo_bad_known_classes_is_one_line(capsys: pytest.CaptureFixture[str],
                                                 tmp_path: Path) -> None:
-    assert main(["svm-demo", "--known", "0,x", "--no-device", "--out", str(tmp_path)]) == 2
+    assert main(["svm-demo", "--known", "0,x", "--no-device", "--out-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--known" in err[0]
-    assert main(["svm-demo", "--known", "0,11", "--no-device", "--out", str(tmp_path)]) == 2
+    assert main(["svm-demo", "--known", "0,11", "--no-device", "--out-dir", str(tmp_path)]) == 2
     assert "known classes" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """The SVM layer that learns on a Cortex-M core, run in the emulator (svm_device.py).
 
 Oracles:
-- the host float32 build of the same C (edgenn.train.svm.native): the firmware must match it
+- the host float32 build of the same C (edgenn.svm.native): the firmware must match it
   bit for bit -- w, b, iterations, objectives, carried samples, votes, scores -- over several
   batches of continued training, for float32 and int8 buffers and every carry policy;
 - the Python layer and SMOClassifier (float64 numpy): the same test predictions and w within
@@ -20,10 +20,10 @@ from sklearn.datasets import load_digits
 
 from edgenn.backends.cortexm.svm_device import SvmDevice
 from edgenn.errors import PlanError
-from edgenn.train.svm import SMOClassifier, SvmDataError, SvmParameterError
-from edgenn.train.svm.buffer import TrainingBuffer
-from edgenn.train.svm.errors import BufferFullError
-from edgenn.train.svm.native import NativeSvmLayer, available, predict_native
+from edgenn.svm import SMOClassifier, SvmDataError, SvmParameterError
+from edgenn.svm.buffer import TrainingBuffer
+from edgenn.svm.errors import BufferFullError
+from edgenn.svm.native import NativeSvmLayer, available, predict_native
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
@@ -121,7 +121,7 @@ def test_cnn_features_on_the_device() -> None:
     from edgenn.data import mnist_split
     from edgenn.evaluate import images_to_input
     from edgenn.models import shipped_model_path
-    from edgenn.train.svm import attach_svm_head, penultimate_features
+    from edgenn.svm import attach_svm_head, penultimate_features
 
     graph = load_model(shipped_model_path("mnist_cnn"))
     train, labels = mnist_split("train")

@@ -16,7 +16,7 @@ from edgenn.errors import GraphValidationError, ShapeError, UnsupportedOperatorE
 from edgenn.evaluate import images_to_input
 from edgenn.ir import DType, Graph, Node, QuantParams, Tensor
 from edgenn.models import shipped_model_path
-from edgenn.train.svm import (
+from edgenn.svm import (
     BufferFullError,
     SMOClassifier,
     SvmDataError,
@@ -26,7 +26,7 @@ from edgenn.train.svm import (
     penultimate_features,
     trained_graph,
 )
-from edgenn.train.svm.ovo import class_pairs, ovr_decision, pair_decisions
+from edgenn.svm.ovo import class_pairs, ovr_decision, pair_decisions
 
 CLASSES = (0, 1, 2)
 

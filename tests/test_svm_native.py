@@ -1,11 +1,11 @@
-"""The device's C SMO compiled for the host (edgenn.train.svm.native) against the numpy solver.
+"""The device's C SMO compiled for the host (edgenn.svm.native) against the numpy solver.
 
-The float64 build follows the same algorithm as ``edgenn.train.svm.smo`` operation for
+The float64 build follows the same algorithm as ``edgenn.svm.smo`` operation for
 operation, so on the same problem it makes the same choices: alphas, w and b agree to
 rounding (1e-6 relative is the acceptance bar; in practice ~1e-15). The float32 build is the
 firmware's arithmetic; it stops at a point within the same tolerance of the optimum, so its w
 is compared at a tight tol. The one-vs-one layer (buffer, carry policies, vote) is compared
-with the Python layer of the reference runtime (edgenn.train.svm.buffer).
+with the Python layer of the reference runtime (edgenn.svm.buffer).
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from edgenn.train.svm import SMOClassifier, SvmDataError, SvmParameterError, solve_binary
-from edgenn.train.svm.buffer import TrainingBuffer
-from edgenn.train.svm.errors import BufferFullError
-from edgenn.train.svm.native import (
+from edgenn.svm import SMOClassifier, SvmDataError, SvmParameterError, solve_binary
+from edgenn.svm.buffer import TrainingBuffer
+from edgenn.svm.errors import BufferFullError
+from edgenn.svm.native import (
     NativeSvmLayer,
     available,
     predict_native,
     solve_binary_native,
     train_ovo_native,
 )
-from edgenn.train.svm.ovo import ovr_decision, vote_predict
+from edgenn.svm.ovo import ovr_decision, vote_predict
 
 pytestmark = pytest.mark.skipif(not available(), reason="no host C compiler")
 

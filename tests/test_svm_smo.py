@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 
 from edgenn.data import mnist_split
 from edgenn.errors import EdgennError
-from edgenn.train.svm import (
+from edgenn.svm import (
     ConvergenceWarning,
     NotFittedError,
     SMOClassifier,
@@ -35,8 +35,8 @@ from edgenn.train.svm import (
     SvmParameterError,
     solve_binary,
 )
-from edgenn.train.svm.ovo import class_pairs, ovo_votes, ovr_decision, vote_predict
-from edgenn.train.svm.smo import calculate_rho
+from edgenn.svm.ovo import class_pairs, ovo_votes, ovr_decision, vote_predict
+from edgenn.svm.smo import calculate_rho
 
 
 def _mnist(n_train: int | None = None) -> tuple[np.ndarray, ...]:
@@ -288,7 +288,7 @@ def test_import_needs_neither_torch_nor_sklearn() -> None:
     code = (
         "import sys; sys.modules['torch'] = None; sys.modules['sklearn'] = None\n"
         "import numpy as np\n"
-        "from edgenn.train.svm import SMOClassifier\n"
+        "from edgenn.svm import SMOClassifier\n"
         "x = np.array([[0.0], [1.0], [2.0], [3.0]]); y = [0, 0, 1, 1]\n"
         "c = SMOClassifier(solver='numpy').fit(x, y)\n"
         "assert list(c.predict(x)) == y\n"
@@ -345,7 +345,7 @@ def test_auto_solver_records_what_ran(digits: tuple[np.ndarray, ...]) -> None:
 
 
 def test_native_solver_matches_numpy(digits: tuple[np.ndarray, ...]) -> None:
-    native_mod = pytest.importorskip("edgenn.train.svm.native")
+    native_mod = pytest.importorskip("edgenn.svm.native")
     if not native_mod.available():  # why: only a missing compiler is a skip; a build error fails
         pytest.skip("no host C compiler on PATH")
     x, y, xt, _ = digits

@@ -22,8 +22,8 @@ from tflite_micro import runtime  # noqa: E402  (the oracle: a test dependency)
 
 from edgenn.errors import GraphValidationError, UnsupportedOperatorError
 from edgenn.export import export_tflite, save_tflite
-from edgenn.export.padding import same_pads
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
+from edgenn.ir.padding import SAME, pad_1d
 from edgenn.ir.shapes import infer
 from edgenn.oracles.tflm import tflm_run
 
@@ -608,7 +608,7 @@ def conv_cases(draw: st.DrawFn) -> Case:
     if mode == "valid":
         pads: tuple[int, ...] = (0, 0, 0, 0)
     elif mode == "same":
-        ph, pw = same_pads(h, k[0], s[0], d[0]), same_pads(w, k[1], s[1], d[1])
+        ph, pw = pad_1d(SAME, h, k[0], s[0], d[0]), pad_1d(SAME, w, k[1], s[1], d[1])
         pads = (ph[0], pw[0], ph[1], pw[1])
     else:
         pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
@@ -652,7 +652,7 @@ def pool_cases(draw: st.DrawFn) -> Case:
     if mode == "valid":
         pads: tuple[int, ...] = (0, 0, 0, 0)
     elif mode == "same":
-        ph, pw = same_pads(h, k[0], s[0], 1), same_pads(w, k[1], s[1], 1)
+        ph, pw = pad_1d(SAME, h, k[0], s[0]), pad_1d(SAME, w, k[1], s[1])
         pads = (ph[0], pw[0], ph[1], pw[1])
     else:  # pads smaller than the window, so no window lies wholly in the padding
         pads = tuple(draw(st.integers(0, k[i % 2] - 1)) for i in range(4))

@@ -15,8 +15,8 @@ from tflite_build import INT8, INT32, Op, T, add_options, build, lrn_options, so
 from edgenn.errors import EdgennError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends import load
 from edgenn.frontends.tflite import load_tflite
-from edgenn.frontends.tflite.padding import SAME, VALID, explicit_pads, pad_1d
 from edgenn.ir import Activation, DType
+from edgenn.ir.padding import SAME, VALID, explicit_pads, pad_1d
 
 FIXTURES = Path(__file__).parent / "fixtures" / "tflite"
 NAMES = ["conv2_int8", "conv2_float", "dwsep_int8", "resnet_int8", "ops_float", "ops_int8"]

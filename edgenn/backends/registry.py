@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from edgenn.backends.options import check_options
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 
@@ -37,14 +38,17 @@ class Backend:
         return tuple(f.name for f in fields(self.options))
 
     def parse_options(self, given: Mapping[str, Any]) -> Any:
-        """The options dataclass of ``given`` (None values mean "default")."""
+        """The options dataclass of ``given`` (None values mean "default"), its choices and
+        ranges checked (``edgenn.backends.options.check_options``)."""
         known = self.option_names()
         unknown = sorted(k for k, v in given.items() if k not in known and v is not None)
         if unknown:
             have = ", ".join(known) if known else "none"
             raise EdgennError(f"unknown option(s) for target {self.name}: "
                               f"{', '.join(unknown)} (it takes: {have})")
-        return self.options(**{k: v for k, v in given.items() if k in known})
+        options = self.options(**{k: v for k, v in given.items() if k in known})
+        check_options(self.name, options)
+        return options
 
     def build(self, graph: Graph, options: Any) -> Any:
         """Compile ``graph`` with an options dataclass from :meth:`parse_options`."""

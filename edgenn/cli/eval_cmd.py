@@ -18,7 +18,13 @@ from edgenn.cli.compile_cmd import (
 from edgenn.cli.console import console, progress
 from edgenn.cli.options import add_json_option, write_json
 from edgenn.errors import DataError
-from edgenn.ir import Graph
+from edgenn.validate import (
+    data_inputs,
+    dataset_inputs,
+    per_class_accuracy,
+    run_batched,
+    top1,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -42,27 +48,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def dataset_inputs(graph: Graph, name: str, split: str) -> tuple[list[np.ndarray], np.ndarray]:
-    """A named data set's images fed as the model's input declares, and its labels."""
-    from edgenn.datasets import dataset_split
-    from edgenn.evaluate import images_to_input
-
-    images, labels = dataset_split(name, split)
-    return [images_to_input(graph, images)], labels
-
-
-def data_inputs(graph: Graph, path: str) -> tuple[list[np.ndarray], np.ndarray]:
-    """The inputs and labels of an ``.npz`` (``y`` is required here)."""
-    from edgenn.validate import load_npz_data
-
-    xs, labels = load_npz_data(path, graph)
-    if labels is None:
-        raise DataError(f"{path}: no array 'y' (the labels eval scores against)")
-    return xs, labels
-
-
 def run(args: argparse.Namespace) -> int:
-    from edgenn.validate import per_class_accuracy, run_batched, top1
 
     if args.data is not None and args.split is not None:
         raise DataError("--split is for --dataset; --data is evaluated whole (see --limit)")

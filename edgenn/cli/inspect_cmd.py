@@ -9,17 +9,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgenn.analysis import layer_costs
 from edgenn.api import load_model
-from edgenn.backends.cortexm.codegen.memory import plan_arena
-from edgenn.backends.cortexm.flash_policy import constant_bytes
-from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
-from edgenn.backends.cortexm.targets import CORES, get_core
+from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.console import console, table
 from edgenn.cli.options import add_json_option, write_json
-from edgenn.errors import EdgennError, UnsupportedOperatorError
-from edgenn.ir import Graph
-from edgenn.memory import MemoryPlan, plan_graph
+from edgenn.inspection import add_target_costs, summary, target_kernels, unsupported_line
 
 
 def add_parser(sub: Any) -> None:
@@ -33,132 +27,10 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def target_kernels(graph: Graph, target: str) -> list[str | None]:
-    """Per layer, the kernel the registry picks on ``target`` (None: no kernel runs it)."""
-    core = get_core(target)
-    names: list[str | None] = []
-    for node in graph.nodes:
-        try:
-            names.append(select_kernel(node, graph, core).name)
-        except UnsupportedOperatorError:
-            names.append(None)
-    return names
-
-
-def kernel_calls(graph: Graph, target: str) -> list[KernelCall | None]:
-    """Per layer, what its kernel would emit on ``target`` (int8 weights, as a build without a
-    flash policy run); None where no kernel runs the layer."""
-    core = get_core(target)
-    calls: list[KernelCall | None] = []
-    for node in graph.nodes:
-        try:
-            calls.append(select_kernel(node, graph, core).prepare(node, graph, core))
-        except EdgennError:  # no kernel, or the kernel refuses this node's parameters
-            calls.append(None)
-    return calls
-
-
-def _owner(plan: MemoryPlan, name: str) -> str:
-    """The planned buffer holding tensor ``name`` (through in-place and Reshape aliases)."""
-    seen: set[str] = set()
-    while name in plan.aliases and name not in seen:
-        seen.add(name)
-        name = plan.aliases[name]
-    return name
-
-
-def target_memory(graph: Graph, target: str,
-                  calls: list[KernelCall | None]) -> tuple[list[dict[str, int]], int]:
-    """Per layer: ``ram_bytes`` (every buffer of the firmware's arena plan alive at its step:
-    its inputs, outputs and scratch plus tensors kept for later layers), ``io_bytes`` (its own
-    input and output buffers), ``scratch_bytes``; and the arena the firmware would allocate.
-
-    The per-layer figures come from ``codegen.memory.plan_arena`` with the kernels' scratch
-    and in-place layers (the full network). The arena is that plan's peak, or for a model with
-    skippable residual blocks the skip-capable firmware's union plan (``plan_skip_layout``),
-    as the project generator plans it.
-    """
-    scratch = [c.scratch_bytes if c is not None else 0 for c in calls]
-    plan = plan_arena(graph, scratch,
-                      in_place=[i for i, c in enumerate(calls) if c is not None and c.in_place])
-    sizes = {b.name: b.size for b in plan.buffers}
-    layers = []
-    for i, node in enumerate(graph.nodes):
-        own = {_owner(plan, n) for n in (*node.inputs, *node.outputs)
-               if n and not graph.tensor(n).is_const}
-        layers.append({
-            "ram_bytes": sum(b.size for b in plan.buffers if b.first_use <= i <= b.last_use),
-            "io_bytes": sum(sizes.get(n, 0) for n in own),
-            "scratch_bytes": int(scratch[i]),
-        })
-    peak = plan.peak_bytes
-    from edgenn.passes.skip import find_blocks
-
-    blocks = find_blocks(graph)
-    if blocks:
-        from edgenn.backends.cortexm.codegen.skip import plan_skip_layout
-
-        peak = plan_skip_layout(graph, get_core(target), blocks, scratch).plan.peak_bytes
-    # why max(16, ...): the generator never emits an empty arena (firmware_arena_bytes)
-    return layers, max(16, peak)
-
-
-def unsupported_line(graph: Graph, target: str, kernels: list[str | None]) -> str | None:
-    """``"3 of 31 layers are not supported by cortex-m4: ..."``, or None when all are."""
-    missing = [(n, graph.tensor(n.inputs[0]).dtype.value if n.inputs and n.inputs[0] else "?")
-               for n, k in zip(graph.nodes, kernels, strict=True) if k is None]
-    if not missing:
-        return None
-    what = ", ".join(f"{n.name!r} ({n.op}, {dt})" for n, dt in missing)
-    return f"{len(missing)} of {len(graph.nodes)} layers are not supported by {target}: {what}"
-
-
-def summary(graph: Graph, planner: str = "greedy") -> dict[str, Any]:
-    costs = layer_costs(graph)
-    plan = plan_graph(graph, planner=planner)
-    io = [
-        {
-            "name": t.name,
-            "shape": list(graph.external_shape(t.name)),
-            "dtype": t.dtype.value,
-            "quant": None if t.quant is None or t.quant.per_channel
-            else {"scale": t.quant.s, "zero_point": t.quant.zp},
-        }
-        for t in graph.input_tensors() + graph.output_tensors()
-    ]
-    return {
-        "model": graph.name,
-        "inputs": io[: len(graph.inputs)],
-        "outputs": io[len(graph.inputs):],
-        "layers": [
-            {"name": c.name, "op": c.op, "shape": list(c.out_shape), "dtype": c.dtype,
-             "macs": c.macs, "param_bytes": c.param_bytes}
-            for c in costs
-        ],
-        "total_macs": sum(c.macs for c in costs),
-        "param_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
-        "arena_bytes": plan.peak_bytes,
-        "planner": planner,
-        "skippable_blocks": skippable_blocks(graph),
-    }
-
-
-def skippable_blocks(graph: Graph) -> list[dict[str, Any]]:
-    """Identity-shortcut residual blocks, named block1, block2, ... (docs/skipping.md)."""
-    from edgenn.passes.skip import all_configs, find_blocks, plan_for_configs
-
-    blocks = find_blocks(graph)
-    if not blocks:
-        return []
-    peaks = plan_for_configs(graph, list(all_configs(blocks))).peak_bytes_per_config
-    return [{"name": b.name, "input": b.input, "output": b.output, "nodes": list(b.nodes),
-             "arena_bytes_when_skipped": peaks[frozenset({b.name})]} for b in blocks]
-
-
 def run(args: argparse.Namespace) -> int:
     graph = load_model(args.model)
     info = summary(graph, args.planner)
-    target = getattr(args, "target", None)
+    target = args.target
     kernels: list[str | None] = []
     if target:
         kernels = target_kernels(graph, target)
@@ -190,19 +62,6 @@ def run(args: argparse.Namespace) -> int:
                       + (f"; {missing} layers without a kernel not counted)" if missing else ")"))
         console.print(info["unsupported"] or f"every layer has a {target} kernel")
     return 0
-
-
-def add_target_costs(info: dict[str, Any], graph: Graph, target: str) -> None:
-    """Add per layer ``ram_bytes``, ``io_bytes``, ``scratch_bytes``, ``flash_bytes`` (None
-    where no kernel runs it) and the totals ``target_arena_bytes``, ``target_flash_bytes``."""
-    calls = kernel_calls(graph, target)
-    memory, arena = target_memory(graph, target, calls)
-    for layer, call, mem in zip(info["layers"], calls, memory, strict=True):
-        layer.update(mem)
-        layer["flash_bytes"] = constant_bytes(call) if call is not None else None
-    info["target_arena_bytes"] = arena
-    # why a number even with unsupported layers: those are listed in "unsupported"
-    info["target_flash_bytes"] = sum(constant_bytes(c) for c in calls if c is not None)
 
 
 def layer_table(title: str, info: dict[str, Any], target: bool) -> Any:

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from edgenn.backends.options import option_flags
 from edgenn.utils import atomic_write_bytes
 
 STDOUT = "-"
@@ -35,9 +36,17 @@ def write_json(path: str | None, data: Any) -> bool:
 
 
 def add_out_dir_option(p: argparse.ArgumentParser, default: str, what: str) -> None:
-    """``--out-dir DIR`` (``--out`` kept as an alias): the folder a demo writes into."""
-    p.add_argument("--out-dir", "--out", dest="out", default=default, metavar="DIR",
+    """``--out-dir DIR`` (dest ``out_dir``): the folder a demo writes into. ``--out`` stays as
+    a hidden alias (the demos' old spelling)."""
+    p.add_argument("--out-dir", dest="out_dir", default=default, metavar="DIR",
                    help=f"folder for {what} (default: {default})")
+    add_hidden_alias(p, "--out", "out_dir", metavar="DIR")
+
+
+def add_hidden_alias(p: argparse.ArgumentParser, flag: str, dest: str, **kwargs: Any) -> None:
+    """An old spelling of an option: accepted, stored in ``dest``, left out of ``-h``."""
+    # why default=SUPPRESS: the visible option's default must not be overwritten by this one
+    p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
 DEFAULT_WARMUP = 3  # untimed runs before the timed ones (caches, page faults, thread start-up)
@@ -51,3 +60,29 @@ def add_timing_options(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
                    help=f"timed runs, the median is reported ({what}; default "
                         f"{DEFAULT_REPEATS})")
+
+
+def add_flags(p: argparse.ArgumentParser, options: type) -> None:
+    """One flag per field of the options dataclass ``options`` that declares one
+    (``edgenn.backends.options.option``); a flag already on ``p`` (another target's option of
+    the same spelling) is defined once, by the first."""
+    present = {s for action in p._actions for s in action.option_strings}
+    for _, spec in option_flags(options):
+        if spec.flag in present:
+            continue
+        extra: dict[str, Any] = {k: v for k, v in (("type", spec.type), ("choices", spec.choices),
+                                                   ("metavar", spec.metavar)) if v is not None}
+        p.add_argument(spec.flag, dest=spec.dest, default=spec.default, help=spec.help, **extra)
+
+
+def flag_values(args: argparse.Namespace, options: type) -> dict[str, Any]:
+    """The options dataclass's fields from the parsed flags (``add_flags``), each flag's text
+    turned into its value by the field's ``parse`` (one-line errors, raised here: after
+    parsing, so ``edgenn`` reports them like any other)."""
+    given = vars(args)  # why not getattr: a flag the parser lacks is a bug, not a default
+    values: dict[str, Any] = {}
+    for name, spec in option_flags(options):
+        value = given[spec.dest]
+        values[name] = spec.parse(value) if spec.parse is not None and value is not None \
+            else value
+    return values

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import numpy as np
-
 from edgenn.api import load_model, quantize_model
 from edgenn.cli.console import console
 from edgenn.errors import EdgennError
-from edgenn.ir import Graph
+from edgenn.quantize.calibration_data import calibration_data
 
 
 def add_parser(sub: Any) -> None:
@@ -27,19 +25,6 @@ def add_parser(sub: Any) -> None:
                    help="activation type: int8, or int16 (TFLite's 16x8 scheme: symmetric "
                         "int16 activations, int8 weights, int64 biases)")
     p.set_defaults(func=run)
-
-
-def calibration_data(graph: Graph, spec: str, size: int) -> np.ndarray:
-    if spec in ("mnist", "fashion-mnist"):
-        from edgenn.datasets import dataset_split
-        from edgenn.evaluate import images_to_input
-
-        images, _ = dataset_split(spec, "train")
-        return images_to_input(graph, images[:size])
-    from edgenn.data.npz import load_npz_dataset
-
-    x, _ = load_npz_dataset(spec)
-    return np.asarray(x[:size], dtype=np.float32)
 
 
 def run(args: argparse.Namespace) -> int:

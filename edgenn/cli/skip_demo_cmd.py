@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from edgenn.cli.console import console, table
+from edgenn.cli.options import add_out_dir_option
+from edgenn.skipping.measure import load_int8, measure
 from edgenn.utils import atomic_write_bytes
 
 
@@ -17,51 +19,17 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("skip-demo", help="runtime layer skipping under a varying CPU budget")
     p.add_argument("model", nargs="?", default=None,
                    help="a model with skippable residual blocks (default: the shipped SkipNet)")
-    p.add_argument("--out", default="out/skip-demo", help="directory for PNGs and report.json")
+    add_out_dir_option(p, "out/skip-demo", "the PNGs and report.json")
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--clock-mhz", type=float, default=64.0)
     p.set_defaults(func=run)
-
-
-def load_int8(model: str | None) -> Any:
-    """The model as int8: a float model is quantized on 500 training digits."""
-    from edgenn.api import load_model, quantize_model
-    from edgenn.datasets import dataset_split
-    from edgenn.evaluate import images_to_input
-    from edgenn.ir import DType
-    from edgenn.models import shipped_model_path
-
-    graph = load_model(model or shipped_model_path("skipnet_joint"))
-    if graph.tensor(graph.inputs[0]).dtype == DType.INT8:
-        return graph
-    train, _ = dataset_split("mnist", "train")
-    return quantize_model(graph, images_to_input(graph, train[:500]))
-
-
-def measure(graph: Any, clock_mhz: float) -> list[Any]:
-    """Every configuration: accuracy (ref, 2,000 digits), MACs, RAM, Cortex-M4 cycles."""
-    from edgenn.api import compile_model
-    from edgenn.cli.console import progress
-    from edgenn.datasets import dataset_split
-    from edgenn.evaluate import bench_input
-    from edgenn.passes.skip import all_configs, find_blocks
-    from edgenn.skipping import profile_configs
-
-    configs = list(all_configs(find_blocks(graph)))
-    exe = compile_model(graph, target="cortex-m4")
-    x1 = bench_input(graph)
-    images, labels = dataset_split("mnist", "test")
-    with progress("measuring configurations", len(configs)) as advance:
-        return profile_configs(
-            graph, configs, cycles=lambda c: exe.bench(x1, skip=c).total_cycles,
-            images=images, labels=labels, on_config=lambda _: advance())
 
 
 def run(args: argparse.Namespace) -> int:
     from edgenn.skipping.plot import plot_budget_demo, plot_pareto
     from edgenn.skipping.simulate import compare_policies, other_task_load
 
-    out = Path(args.out)
+    out = Path(args.out_dir)
     graph = load_int8(args.model)
     profiles = measure(graph, args.clock_mhz)
     full = next(p for p in profiles if not p.skip)

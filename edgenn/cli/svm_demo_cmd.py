@@ -13,6 +13,7 @@ from typing import Any
 
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.console import console, progress, table
+from edgenn.cli.options import add_out_dir_option
 from edgenn.errors import EdgennError
 from edgenn.utils import atomic_write_bytes
 
@@ -45,7 +46,7 @@ def add_parser(sub: Any) -> None:
                         "measurement)")
     p.add_argument("--no-device", action="store_true",
                    help="skip the emulated firmware (reference runtime only)")
-    p.add_argument("--out", default="out/svm-demo", help="directory for the PNG and report.json")
+    add_out_dir_option(p, "out/svm-demo", "the PNG and report.json")
     p.set_defaults(func=run)
 
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.capacity < 2 or args.steps < 1:
         raise EdgennError(f"--capacity {args.capacity} must be >= 2 and --steps {args.steps} >= 1")
-    out = Path(args.out)
+    out = Path(args.out_dir)
     device = not args.no_device
     emulator = _emulator(args.board, args.emulator)
     n_test = DEFAULT_DEVICE_TEST[emulator] if args.device_test is None else args.device_test

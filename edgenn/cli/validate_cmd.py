@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.api import TARGETS, compile_model, load_model
+from edgenn.backends.cortexm.executable import CortexMExecutable
 from edgenn.cli.compile_cmd import (
     add_device_options,
     add_host_options,
@@ -74,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
                           batch=4 if emulated else 256, on_batch=advance)
     report.model = args.model
     board = options.get("board", "generic")
-    if board != "generic":  # say where it ran: the board's application in QEMU
-        report.target = f"{args.target} ({board}, {getattr(exe, 'emulator', 'qemu')})"
+    if isinstance(exe, CortexMExecutable) and board != "generic":  # say where it ran
+        report.target = f"{args.target} ({board}, {exe.emulator})"
     if args.json != STDOUT:  # why: stdout then holds the JSON only
         print_report(report)
     write_json(args.json, report.to_dict())

@@ -15,20 +15,12 @@ import numpy as np
 import tflite
 
 from edgenn.ir import DType, QuantParams
+from edgenn.ir.tflite_enums import TENSOR_TYPES
 
 SCHEMA_VERSION = 3
 FILE_IDENTIFIER = b"TFL3"
 # why: TFLM reads constant data in place; 16-byte alignment keeps every element type aligned.
 _DATA_ALIGNMENT = 16
-
-TENSOR_TYPES: dict[DType, int] = {
-    DType.FLOAT32: tflite.TensorType.FLOAT32,
-    DType.INT8: tflite.TensorType.INT8,
-    DType.UINT8: tflite.TensorType.UINT8,
-    DType.INT16: tflite.TensorType.INT16,
-    DType.INT32: tflite.TensorType.INT32,
-    DType.INT64: tflite.TensorType.INT64,
-}
 
 OptionsFn = Callable[[flatbuffers.Builder], int]
 

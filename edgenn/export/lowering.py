@@ -8,18 +8,11 @@ import numpy as np
 import tflite
 
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.export.flatbuffer import TENSOR_TYPES, OptionsFn, TflModel, TflOperator, TflTensor
+from edgenn.export.flatbuffer import OptionsFn, TflModel, TflOperator, TflTensor
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
+from edgenn.ir.tflite_enums import FUSED_ACTIVATIONS, OP, TENSOR_TYPES
 
 BO = tflite.BuiltinOptions
-OP = tflite.BuiltinOperator
-
-FUSED: dict[Activation, int] = {
-    Activation.NONE: tflite.ActivationFunctionType.NONE,
-    Activation.RELU: tflite.ActivationFunctionType.RELU,
-    Activation.RELU6: tflite.ActivationFunctionType.RELU6,
-    Activation.RELU_N1_TO_1: tflite.ActivationFunctionType.RELU_N1_TO_1,
-}
 
 # Operator versions as TFLite's op_version.cc assigns them for int8 / int16 kernels (float32
 # kernels are version 1); TFLM resolves kernels by builtin code and accepts these. Features
@@ -262,4 +255,4 @@ def fused(lw: Lowering) -> int:
     act = lw.node.attr("activation", Activation.NONE) or Activation.NONE
     if isinstance(act, str):
         act = Activation(act)
-    return FUSED[act]
+    return FUSED_ACTIVATIONS[act]

@@ -11,6 +11,7 @@ import tflite
 from edgenn.export.lowering import BO, OP, Lowering, empty_options, fused, op_version
 from edgenn.export.padding import PadMode, pad_mode, trim_pads
 from edgenn.ir import DType, QuantParams
+from edgenn.ir.tflite_enums import padding_code
 
 LowerFn = Callable[[Lowering], None]
 LOWER: dict[str, LowerFn] = {}
@@ -39,7 +40,7 @@ def _pads(value: object) -> tuple[int, int, int, int]:
 
 
 def _padding_enum(mode: PadMode) -> int:
-    return tflite.Padding.SAME if mode == PadMode.SAME else tflite.Padding.VALID
+    return padding_code(mode == PadMode.SAME)
 
 
 def _spatial_padding(

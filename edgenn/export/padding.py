@@ -1,8 +1,15 @@
-"""Map explicit (top, left, bottom, right) pads onto TFLite's two padding modes."""
+"""Map explicit (top, left, bottom, right) pads onto TFLite's two padding modes.
+
+The arithmetic of a mode is ``edgenn.ir.padding``'s (the importer's too); this module only
+recognises which mode, if any, a node's pads are.
+"""
 
 from __future__ import annotations
 
 from enum import Enum
+
+from edgenn.ir.padding import SAME, pad_1d
+from edgenn.ir.shapes import conv_out_dim
 
 Pads = tuple[int, int, int, int]
 
@@ -13,21 +20,9 @@ class PadMode(Enum):
     EXPLICIT = "explicit"  # neither: the exporter must insert a PAD op in front
 
 
-def same_pads(size: int, k: int, stride: int, dilation: int) -> tuple[int, int]:
-    """(before, after) padding that TFLite's SAME gives one spatial dimension.
-
-    TFLite: ``out = ceil(size / stride)``, ``total = max((out-1)*stride + eff_k - size, 0)``,
-    ``before = total // 2`` (the extra pixel, if odd, goes after).
-    """
-    eff = (k - 1) * dilation + 1
-    out = -(-size // stride)
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2, total - total // 2
-
-
 def _trim(size: int, k: int, stride: int, dilation: int, before: int, after: int) -> int:
     eff = (k - 1) * dilation + 1
-    out = (size + before + after - eff) // stride + 1
+    out = conv_out_dim(size, k, stride, dilation, before, after)
     needed = (out - 1) * stride + eff - size - before
     return min(after, max(needed, 0))
 
@@ -60,8 +55,8 @@ def pad_mode(
     pt, pl, pb, pr = trim_pads(pads, spatial, kernel, strides, dilations)
     if (pt, pl, pb, pr) == (0, 0, 0, 0):
         return PadMode.VALID
-    h = same_pads(spatial[0], kernel[0], strides[0], dilations[0])
-    w = same_pads(spatial[1], kernel[1], strides[1], dilations[1])
+    h = pad_1d(SAME, spatial[0], kernel[0], strides[0], dilations[0])
+    w = pad_1d(SAME, spatial[1], kernel[1], strides[1], dilations[1])
     if (pt, pb) == h and (pl, pr) == w:
         return PadMode.SAME
     return PadMode.EXPLICIT

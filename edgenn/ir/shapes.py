@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from edgenn.errors import GraphValidationError, UnsupportedOperatorError
+from edgenn.ir.checks import check_attributes
 from edgenn.ir.dtypes import DType
 from edgenn.ir.node import Node
 from edgenn.ir.tensor import Tensor
@@ -82,10 +83,12 @@ def infer_node(graph: Graph, node: Node) -> Inferred:
 
 def infer(node: Node, inputs: list[Tensor | None]) -> Inferred:
     """Infer outputs of ``node`` from input tensors (frontends use this while building graphs);
-    the node is first checked against its schema (``edgenn.ir.schema``)."""
+    the node is first checked against its schema (``edgenn.ir.schema``) and for NaN /
+    infinite float attributes (``edgenn.ir.checks``)."""
     from edgenn.ir.schema import validate_node
 
     validate_node(node, inputs)  # loads every operator definition on first use
+    check_attributes(node)
     fn = _INFER.get(node.op)
     if fn is None:
         raise UnsupportedOperatorError(f"node {node.name!r}: unsupported operator {node.op!r}")

@@ -37,14 +37,14 @@ def gemm_table(doc: dict[str, Any]) -> str:
     lines = [
         f"Run of {doc['date']}: `benchmarks/results/vta_gemm_table.json`, written by "
         "`.venv/bin/python benchmarks/vta_gemm_table.py --check --sensitivity`. Simulated "
-        "accelerator time (int8 output, no bias); the paper's columns are its measured wall "
-        "time on the board, which includes host work. GOPS = 2MKN / time; peak "
+        "accelerator time (int8 output, no bias); the ZCU102 GEMM study's columns are its "
+        "measured wall time on the board, which includes host work. GOPS = 2MKN / time; peak "
         f"{doc['config']['peak_gops']:.1f} GOPS.", "",
         *table(["M, K, N", "paper CPU ms", "tiled2 ms (paper)", "GOPS", "% peak",
                 "optimized ms (paper)", "GOPS", "% peak", f"{fast} ms", "GOPS", "% peak"], rows),
         "",
         f"* optimized / tiled2: **{o2['mean']:.2f}x** on average (per shape "
-        f"{min(o2['per_shape']):.2f}-{max(o2['per_shape']):.2f}x); the paper: "
+        f"{min(o2['per_shape']):.2f}-{max(o2['per_shape']):.2f}x); the study: "
         f"{o2['paper_mean']:.2f}x.",
         f"* {fast} / optimized: **{fo['mean']:.2f}x** on average, "
         f"**{fo['resnet18_mean']:.2f}x** on the six ResNet-18 shapes "

@@ -7,35 +7,56 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from edgenn.backends.cortexm.codegen.project import ARENA_KINDS
+from edgenn.backends.cortexm.executable import EMULATORS, compile_cortexm
 from edgenn.backends.cortexm.targets import CORES
+from edgenn.backends.options import option
 from edgenn.backends.registry import Backend, register_backend
 from edgenn.ir import Graph
 
 
 @dataclass(frozen=True)
 class CortexMOptions:
-    """The firmware build (``compile_cortexm``'s keyword arguments; None: its default)."""
+    """The firmware build (``compile_cortexm``'s keyword arguments; None: its default). The
+    fields with a flag are the options every firmware-building command takes (their order is
+    the order of ``-h``)."""
 
+    board: str | None = option(
+        "--board", default="generic", metavar="BOARD",
+        help="the application around the library: generic (the cycle-model emulator's, "
+             "default), mps2-an386 or netduinoplus2 (an example application for that board, "
+             "run in qemu-system-arm)")
+    emulator: str | None = option(
+        "--emulator", choices=EMULATORS,
+        help="where run / eval / validate execute the firmware: unicorn (the cycle-model "
+             "emulator, for --board generic) or qemu (a real board's model; the default for "
+             "mps2-an386 and netduinoplus2)")
+    arena: str | None = option(
+        "--arena", choices=ARENA_KINDS, default="static",
+        help="static: the library owns its arena (NAME_init); external: you pass it in "
+             "(NAME_init_with_arena)")
+    ram_kb: int | None = option(
+        "--ram-kb", type=int, minimum=1,
+        help="device RAM in KiB (default: the core's reference board)")
+    opt: str | None = option("--opt", default="-O2",
+                             help="optimisation flag for arm-none-eabi-gcc")
+    flash_kb: float | None = option(
+        "--flash-kb", type=float,
+        help="flash budget in KiB for constants and code (default: the int8 parameters + 48 "
+             "KiB); kernels with pre-widened int16 weights are used only where the budget "
+             "leaves room and they measure faster")
     out_dir: Any = None
-    ram_kb: int | None = None
-    opt: str | None = None
     stack_bytes: int | None = None
     skippable: bool | None = None
     skip_configs: Iterable[Iterable[str]] | None = None
     skip_copy: bool | None = None
-    flash_kb: float | None = None
     widen: str | None = None
     compact: bool | None = None
     name: str | None = None
-    board: str | None = None
     library_only: bool | None = None
-    arena: str | None = None
-    emulator: str | None = None
 
 
 def _compile(core: str, graph: Graph, **options: Any) -> Any:
-    from edgenn.backends.cortexm.executable import compile_cortexm
-
     return compile_cortexm(graph, core=core, **options)
 
 

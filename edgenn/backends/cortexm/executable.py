@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.cortexm.bench_report import cortexm_report
 from edgenn.backends.cortexm.build import build_project
 from edgenn.backends.cortexm.codegen.project import (
     DEFAULT_NAME,
@@ -71,9 +73,6 @@ class BenchResult:
     switch_instructions: int | None = None
     # flash not owned by one layer: "shared_kernels", "runtime", "other" (emulator/flashmap.py)
     flash_breakdown: dict[str, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class CortexMExecutable:
@@ -168,8 +167,16 @@ class CortexMExecutable:
         return [self._to_external(name, np.stack(o)) for name, o in
                 zip(self.graph.outputs, outs, strict=True)]
 
-    def bench(self, *inputs: np.ndarray,
-              skip: str | Iterable[str] | None = None) -> BenchResult:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              skip: str | Iterable[str] | None = None) -> BenchReport[BenchResult]:
+        """One emulated inference of the first item of each input in the skip configuration
+        ``skip``: per-layer cycles, ms at ``settings.clock_mhz``, memory (``detail`` is the
+        emulation's ``BenchResult``; its switch cost is ``detail.switch_cycles``)."""
+        clock_mhz = (settings or BenchSettings()).clock_mhz
+        return cortexm_report(self, self.emulate(*inputs, skip=skip), clock_mhz)
+
+    def emulate(self, *inputs: np.ndarray,
+                skip: str | Iterable[str] | None = None) -> BenchResult:
         """One inference of the first item of each input, with per-layer cycle counts, in the
         skip configuration ``skip`` (its switch cost is ``switch_cycles``)."""
         if self.emulator != UNICORN:
@@ -328,7 +335,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     def measure(widened: frozenset[int], compact_layers: frozenset[int]) -> Measured:
         plan = FlashPlan(widened, compact_layers)
         exe = trial[plan] = build_in(None, plan, measured)
-        result = exe.bench(*_bench_inputs(graph))
+        result = exe.emulate(*_bench_inputs(graph))
         per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
                      for layer in result.layers]
         return Measured(result.flash_bytes, per_layer,

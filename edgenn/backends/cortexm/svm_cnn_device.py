@@ -35,7 +35,7 @@ from edgenn.backends.cortexm.svm_device import DeviceClassification, SvmDevice, 
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 from edgenn.ir.layout import to_internal
-from edgenn.train.svm.errors import BufferFullError, SvmDataError
+from edgenn.svm.errors import BufferFullError, SvmDataError
 
 
 @dataclass(frozen=True)

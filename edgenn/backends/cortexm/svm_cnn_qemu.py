@@ -49,7 +49,7 @@ from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 from edgenn.ir.layout import to_internal
-from edgenn.train.svm.errors import SvmDataError
+from edgenn.svm.errors import SvmDataError
 
 DEFAULT_BOARD = "mps2-an386"
 # why per input: one boot runs the whole scenario; QEMU runs the ~1.4 M-instruction CNN in

@@ -36,7 +36,7 @@ from edgenn.backends.cortexm.emulator import Machine
 from edgenn.backends.cortexm.emulator.deps import require
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import EdgennError
-from edgenn.train.svm.errors import BufferFullError, SvmDataError
+from edgenn.svm.errors import BufferFullError, SvmDataError
 
 _STATUS = {2: "buffer full", -10: "label outside the classes", -11: "inconsistent layer settings",
            -12: "NaN or infinite feature", -13: "the training buffer is empty",
@@ -102,7 +102,7 @@ class DeviceMemory:
 class SvmDevice:
     """Build the SVM firmware for ``core`` and drive it in the emulator.
 
-    Settings as the Python layer (:class:`~edgenn.train.svm.buffer.TrainingBuffer`):
+    Settings as the Python layer (:class:`~edgenn.svm.buffer.TrainingBuffer`):
     ``capacity`` samples of ``n_features``, ``classes`` (labels; pairs in their order), ``C``,
     ``tol``, ``max_iter``, ``carry`` (``"support_vectors"``, ``"warm_start"`` or ``"none"``),
     ``carry_limit``. ``storage="int8"`` keeps the buffer as int8 with ``scale`` /

@@ -16,7 +16,7 @@ class Core:
     has_dsp: bool  # ARMv7E-M DSP extension: SMLAD, SXTB16, ... (arm_acle.h __smlad etc.)
     has_fpu: bool
     unicorn_cpu: str  # name of the unicorn UC_CPU_ARM_* constant
-    cycle_model: bool  # True only where ../shared/cortex-m4-timing.md applies
+    cycle_model: bool  # True only where the Cortex-M4 cycle model (docs/cycle_model.md) applies
     flash_kb: int
     ram_kb: int
 

@@ -1,17 +1,5 @@
 """The host backend: C compiled for the machine edgenn runs on, loaded with ctypes.
 
-:mod:`edgenn.backends.host.compiler` is the run-time C compiler every host-side native
-component uses (the SVM trainer today): sources + flags -> a cached shared object.
+The run-time C compiler it builds its kernels with (sources + flags -> a cached shared object)
+is :mod:`edgenn.cc`, below the backends because the SVM layer's host build uses it too.
 """
-
-from edgenn.backends.host.compiler import (
-    DEFAULT_FLAGS,
-    Source,
-    compile_shared,
-    compiler_available,
-    find_host_compiler,
-    load_library,
-)
-
-__all__ = ["DEFAULT_FLAGS", "Source", "compile_shared", "compiler_available",
-           "find_host_compiler", "load_library"]

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.host.bench_report import NOT_A_HOST_KERNEL, host_report
 from edgenn.backends.host.binding import KernelLibrary, bind, kernel_library
 from edgenn.backends.host.schedule import ThreadSchedule
 from edgenn.backends.host.selection import LayerChoice, Selector
@@ -135,19 +137,6 @@ class HostBenchResult:
     layers: tuple[LayerTiming, ...] = field(default_factory=tuple)
     cpu_critical_ms: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "model": self.model, "target": "host", "median_ms": self.median_ms,
-            "mean_ms": self.mean_ms, "min_ms": self.min_ms, "max_ms": self.max_ms,
-            "stdev_ms": self.stdev_ms, "repeats": self.repeats, "warmup": self.warmup,
-            "schedule": self.mode, "threads": self.threads,
-            "topology": self.topology.describe(), "topology_detail": self.topology.to_dict(),
-            "emulated": self.topology.emulated, "fingerprint": self.fingerprint,
-            "emulation_note": EMULATION_NOTE if self.topology.emulated else None,
-            "cpu_critical_ms": self.cpu_critical_ms,
-            "layers": [vars(layer) for layer in self.layers],
-        }
-
 
 @dataclass
 class HostExecutable:
@@ -205,8 +194,21 @@ class HostExecutable:
                 values[t.name] = arr
         return values
 
-    def bench(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
-              cpu_repeats: int = 5) -> HostBenchResult:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              cpu_repeats: int = 5) -> BenchReport[HostBenchResult]:
+        """The measured latency of one inference, per layer (``measure`` with the repeats of
+        ``settings``; ``detail`` is its ``HostBenchResult``)."""
+        settings = settings or BenchSettings()
+        result = self.measure(*inputs, repeats=settings.repeats, warmup=settings.warmup,
+                              cpu_repeats=cpu_repeats)
+        return host_report(result, EMULATION_NOTE, self.sizes()["arena"])
+
+    def sizes(self) -> dict[str, int]:
+        """The static arena a device would allocate for this graph at batch 1, in bytes."""
+        return {"arena": int(self.memory_plan().peak_bytes)}
+
+    def measure(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
+                cpu_repeats: int = 5) -> HostBenchResult:
         """Median latency of one inference. ``inputs`` default to seeded random data.
 
         After the ``repeats`` timed runs, ``cpu_repeats`` more measure each thread's CPU time
@@ -287,7 +289,7 @@ class HostExecutable:
             else:
                 out.append({"name": layer.node.name, "op": layer.node.op, "where": "ref",
                             "kernel": "numpy reference", "schedule": "calling thread",
-                            "source": "not a host kernel"})
+                            "source": NOT_A_HOST_KERNEL})
         return out
 
     def _timing(self, index: int, layer: Any, median_ms: float,

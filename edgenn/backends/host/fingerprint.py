@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.backends.host.topology import Topology
+from edgenn.cc import compiler_identity, find_host_compiler
 
 #: The CPU features that change which kernels are built or how fast they run.
 SIMD_FLAGS = frozenset({
@@ -54,8 +55,6 @@ def cpu_identity(cpuinfo: str | None = None) -> tuple[str, tuple[str, ...]]:
 
 def compiler_version() -> str:
     """The host C compiler's ``--version`` line (what builds every kernel)."""
-    from edgenn.backends.host.compiler import compiler_identity, find_host_compiler
-
     return compiler_identity(find_host_compiler()).split(" ", 1)[-1]
 
 

@@ -20,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 
 from edgenn.backends.host.schedule import TaskSpan
+from edgenn.cc import load_library
 from edgenn.errors import EdgennError
 
 C_SOURCE = Path(__file__).with_name("threadpool.c")
@@ -39,8 +40,6 @@ class PoolError(EdgennError):
 
 
 def _library() -> ctypes.CDLL:
-    from edgenn.backends.host.compiler import load_library
-
     lib = load_library([C_SOURCE], POOL_FLAGS, name="edgenn_threadpool")
     if not lib.edgenn_pool_run.argtypes:  # why: typed once per loaded library
         vp, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -9,8 +10,10 @@ from typing import Any
 import numpy as np
 
 import edgenn.backends.ref.kernels  # noqa: F401  (registers every layer)
+from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.ref.bench_report import ref_report
 from edgenn.backends.ref.layer import Layer, layer_class
-from edgenn.errors import ShapeError, UnsupportedOperatorError
+from edgenn.errors import EdgennError, ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph
 from edgenn.ir.layout import to_internal
 from edgenn.memory import MemoryPlan, plan_graph
@@ -29,6 +32,14 @@ class RefExecutable:
         With ``keep=True`` returns nothing new but stores every intermediate in ``self.values``
         (for debugging and for comparing against other runtimes tensor by tensor).
         """
+        values = self._forward(inputs)
+        if keep:
+            self.values = values
+        return [self._to_external(name, values[name]) for name in self.graph.outputs]
+
+    def _forward(self, inputs: tuple[np.ndarray, ...],
+                 timings: list[float] | None = None) -> dict[str, np.ndarray]:
+        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given."""
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
@@ -37,17 +48,40 @@ class RefExecutable:
             values[name] = self._to_internal(name, np.asarray(arr))
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
+            start = time.perf_counter()
             # why: float layers follow IEEE arithmetic, as TFLite and onnxruntime do: a sum
             # beyond float32's range is inf (and inf - inf NaN) in the output, not a warning
             # on the user's terminal; integer layers keep numpy's checks
             with np.errstate(over="ignore", invalid="ignore", divide="ignore") if any(
                     t.dtype == DType.FLOAT32 for t in layer.outputs) else nullcontext():
                 outs = layer.run(*args)
+            if timings is not None:
+                timings.append(time.perf_counter() - start)
             for t, arr in zip(layer.outputs, outs, strict=True):
                 values[t.name] = arr
-        if keep:
-            self.values = values
-        return [self._to_external(name, values[name]) for name in g.outputs]
+        return values
+
+    def sizes(self) -> dict[str, int]:
+        """The static arena a device would allocate for this graph at batch 1, in bytes."""
+        return {"arena": int(self.memory_plan().peak_bytes)}
+
+    def bench(self, *inputs: np.ndarray,
+              settings: BenchSettings | None = None) -> BenchReport[Any]:
+        """Per-layer wall time of the numpy reference on the first item of each input: the
+        median of ``settings.repeats`` runs after ``settings.warmup`` (a functional
+        reference, not a deployment target: the figures show where numpy spends its time)."""
+        settings = settings or BenchSettings()
+        if settings.repeats < 1 or settings.warmup < 0:
+            raise EdgennError("bench needs repeats >= 1 and warmup >= 0")
+        xs = tuple(np.asarray(x)[:1] for x in inputs)
+        for _ in range(settings.warmup):
+            self._forward(xs)
+        runs: list[list[float]] = []
+        for _ in range(settings.repeats):
+            runs.append([])
+            self._forward(xs, runs[-1])
+        return ref_report(self.graph, [layer.node for layer in self.layers], runs,
+                          settings, self.sizes()["arena"])
 
     def train(self, *inputs: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
         """Train every trainable layer (the SVM head) on a batch with one label per sample.

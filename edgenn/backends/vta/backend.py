@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from edgenn.backends.options import option
 from edgenn.backends.registry import Backend, register_backend
+from edgenn.backends.vta.config import PRESETS
 from edgenn.ir import Graph
 
 
@@ -13,9 +15,16 @@ from edgenn.ir import Graph
 class VtaOptions:
     """``preset``: the board; ``schedule``: the GEMM schedule; ``bus_bits``: AXI width."""
 
-    preset: str | None = None
-    schedule: str | None = None
-    bus_bits: int | None = None
+    preset: str | None = option(
+        "--vta-preset", choices=tuple(PRESETS),
+        help="with --target vta: the board (default: zcu102, 333 MHz, 128-bit AXI)")
+    schedule: str | None = option(
+        "--vta-schedule", metavar="SCHEDULE",
+        help="with --target vta: GEMM schedule tiled2, optimized or tall_pipelined (the "
+             "default; ours is an alias of it)")
+    bus_bits: int | None = option(
+        "--vta-bus-bits", type=int, metavar="BITS",
+        help="with --target vta: AXI bus width instead of the preset's (64 or 128)")
 
 
 def _compile(graph: Graph, **options: Any) -> Any:

@@ -11,42 +11,35 @@ which is what ``output_padding`` means. TFLite has no groups or dilation here.
 
 from __future__ import annotations
 
-import tflite
-
 from edgenn.export.lowering import OP, Lowering, fused
 from edgenn.export.lowerings.common import node_name, options
 from edgenn.export.ops import bias_or_zeros, lowers
+from edgenn.ir.padding import SAME, VALID, pad_1d
+from edgenn.ir.tflite_enums import padding_code
 
 
-def _c_div(a: int, b: int) -> int:
-    """C++'s integer division (truncating toward zero)."""
-    q = abs(a) // b
-    return q if a >= 0 else -q
-
-
-def tflm_leading_pad(same: bool, size: int, k: int, stride: int) -> int:
-    """TFLM's TRANSPOSE_CONV leading pad for an output of ``size`` (``ComputePadding``)."""
-    out = _c_div(size + stride - 1, stride) if same else _c_div(size + stride - k, stride)
-    total = max((out - 1) * stride + k - size, 0)
-    return total // 2
+def _leading(same: bool, out: tuple[int, int], kernel: tuple[int, int],
+             strides: tuple[int, int]) -> tuple[int, int]:
+    """TFLM's TRANSPOSE_CONV leading pads for an output of size ``out``: those of a
+    convolution from the output back to the input (``ComputePaddingHeightWidth``)."""
+    top = pad_1d(same, out[0], kernel[0], strides[0])[0]
+    left = pad_1d(same, out[1], kernel[1], strides[1])[0]
+    return top, left
 
 
 def _geometry(lw: Lowering, pads: tuple[int, int], out: tuple[int, int],
               kernel: tuple[int, int], strides: tuple[int, int]
               ) -> tuple[int, tuple[int, int], tuple[int, int]]:
     """(padding enum, TFLite output size, crop offset) that reproduce the IR's pads."""
-    for same in (True, False):
-        lead = tuple(tflm_leading_pad(same, o, k, s)
-                     for o, k, s in zip(out, kernel, strides, strict=True))
-        if lead == pads:
-            return (tflite.Padding.SAME if same else tflite.Padding.VALID), out, (0, 0)
+    for same in (SAME, VALID):
+        if _leading(same, out, kernel, strides) == pads:
+            return padding_code(same), out, (0, 0)
     big = (out[0] + pads[0], out[1] + pads[1])
-    lead = tuple(tflm_leading_pad(False, o, k, s)
-                 for o, k, s in zip(big, kernel, strides, strict=True))
+    lead = _leading(VALID, big, kernel, strides)
     if lead[0] > pads[0] or lead[1] > pads[1]:
         raise lw.unsupported(f"leading pads {list(pads)} cannot be expressed with TFLite's "
                              "SAME / VALID padding")
-    return tflite.Padding.VALID, big, (pads[0] - lead[0], pads[1] - lead[1])
+    return padding_code(VALID), big, (pads[0] - lead[0], pads[1] - lead[1])
 
 
 @lowers("TransposeConv2D")

@@ -19,7 +19,7 @@ from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
 from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, NLC_TO_NCL, ConstVal, Value
 from edgenn.ir import DType, Graph, Node, Tensor
-from edgenn.ir.checks import check_constants
+from edgenn.ir.checks import INFINITE_OK, check_constants, first_nonfinite
 
 _ELEM_TYPES: dict[int, DType] = {
     TensorProto.FLOAT: DType.FLOAT32,
@@ -190,6 +190,13 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
     ctx.begin(node, quantized=False)
     if node.domain not in ("", "ai.onnx"):
         raise ctx.fail(f"unsupported operator '{node.domain}.{node.op_type}'")
+    for attr in node.attribute:
+        # why here as well as in the IR: converters fold some attributes (Gemm's alpha, LRN's
+        # size) into constants or other values before any IR node holds them
+        bad = first_nonfinite(ctx.attr(attr.name),
+                              attr.name in INFINITE_OK.get(node.op_type, ()))
+        if bad is not None:
+            raise ctx.malformed(f"attribute {attr.name} is {bad}")
     try:
         if foldable(ctx, node):
             fold(ctx, node)
@@ -202,7 +209,10 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
     except EdgennError as err:
         if str(err).startswith(ctx.file):
             raise
-        raise type(err)(f"{ctx.file}: node {ctx.node_name!r}: {err}") from None
+        # why the check: the IR's errors already name their node ("Conv2D node 'conv1': ...");
+        # name it once
+        where = "" if f"node {ctx.node_name!r}" in str(err) else f"node {ctx.node_name!r}: "
+        raise type(err)(f"{ctx.file}: {where}{err}") from None
     except (KeyError, IndexError, ValueError, TypeError, ArithmeticError) as err:
         # a well-formed model never gets here: attributes or constants of the wrong kind
         raise ctx.malformed(f"malformed {node.op_type} ({_one_line(err)})") from None

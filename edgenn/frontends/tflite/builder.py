@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import tflite
 
 from edgenn.errors import EdgennError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.reader import RawModel, RawOperator, RawTensor
 from edgenn.ir import Activation, DType, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
-
-# tflite.TensorType -> DType (the types edgenn supports)
-_DTYPES = {0: DType.FLOAT32, 2: DType.INT32, 3: DType.UINT8, 4: DType.INT64, 7: DType.INT16,
-           9: DType.INT8}
-_TYPE_NAMES = {1: "FLOAT16", 5: "STRING", 6: "BOOL", 8: "COMPLEX64", 10: "FLOAT64",
-               11: "COMPLEX128", 12: "UINT64", 13: "RESOURCE", 14: "VARIANT", 15: "UINT32",
-               16: "UINT16", 17: "INT4", 18: "BFLOAT16"}
-
-# tflite.ActivationFunctionType -> Activation
-_ACTIVATIONS = {0: Activation.NONE, 1: Activation.RELU, 2: Activation.RELU_N1_TO_1,
-                3: Activation.RELU6}
-_ACTIVATION_NAMES = {4: "TANH", 5: "SIGN_BIT"}
+from edgenn.ir.tflite_enums import ACTIVATIONS, DTYPES, enum_name
 
 # why: a scale outside this range overflows float32 when a value or an activation bound is
 # quantized with it (6.0 / 1e-45 is inf) and makes requantization multipliers meaningless;
@@ -125,9 +115,9 @@ class Builder:
         return QuantParams(raw.scale, raw.zero_point, (axis_map or {}).get(axis, axis))
 
     def dtype(self, raw: RawTensor) -> DType:
-        dt = _DTYPES.get(raw.type)
+        dt = DTYPES.get(raw.type)
         if dt is None:
-            kind = _TYPE_NAMES.get(raw.type, str(raw.type))
+            kind = enum_name(tflite.TensorType, raw.type)
             raise UnsupportedOperatorError(
                 f"{self.file}: tensor {self.names[raw.index]!r} has unsupported type {kind}"
             )
@@ -192,9 +182,9 @@ class Builder:
     # -- nodes -----------------------------------------------------------------------------
     def activation(self, op: RawOperator) -> Activation:
         code = int(op.options.get("activation", 0))
-        act = _ACTIVATIONS.get(code)
+        act = ACTIVATIONS.get(code)
         if act is None:
-            kind = _ACTIVATION_NAMES.get(code, str(code))
+            kind = enum_name(tflite.ActivationFunctionType, code)
             raise self.unsupported(op, f"unsupported fused activation {kind}")
         return act
 

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
+import tflite
+
 from edgenn.errors import GraphValidationError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawModel, read_tflite
 from edgenn.frontends.tflite.registry import converters
 from edgenn.ir import Graph
-
-CUSTOM = 32
+from edgenn.ir.tflite_enums import OP, enum_name
 
 
 def _op_type_name(code: int, custom: str) -> str:
-    from tflite.utils import BUILTIN_OPCODE2NAME
-
-    if code == CUSTOM:
+    if code == OP.CUSTOM:
         return f"CUSTOM:{custom}" if custom else "CUSTOM"
-    return str(BUILTIN_OPCODE2NAME.get(code, f"BUILTIN_{code}"))
+    name = enum_name(OP, code)
+    return name if name != str(code) else f"BUILTIN_{code}"
 
 
 def _type_note(raw: RawModel, inputs: tuple[int, ...]) -> str:
     """`` on int16`` (the first present input's element type), for error messages."""
-    from tflite import TensorType
-
-    names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
     for index in inputs:
         if index >= 0:
-            code = raw.tensors[index].type
-            return f" on {names.get(code, str(code)).lower()}"
+            return f" on {enum_name(tflite.TensorType, raw.tensors[index].type).lower()}"
     return ""
 
 

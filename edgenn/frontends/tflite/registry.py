@@ -10,22 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import tflite
-
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawOperator
+from edgenn.ir.tflite_enums import OP, PADDINGS
 
 Converter = Callable[[Builder, RawOperator], None]
 CONVERTERS: dict[int, Converter] = {}
 
 
 def converter(*codes: int | str) -> Callable[[Converter], Converter]:
-    """Register ``fn(builder, op)`` for builtin codes (ints or ``tflite.BuiltinOperator``
-    names such as ``"LEAKY_RELU"``)."""
+    """Register ``fn(builder, op)`` for builtin codes (``OP.CONV_2D``, the ``tflite`` package's
+    enum, or a name such as ``"LEAKY_RELU"``)."""
 
     def deco(fn: Converter) -> Converter:
         for code in codes:
-            key = getattr(tflite.BuiltinOperator, code) if isinstance(code, str) else code
+            key = getattr(OP, code) if isinstance(code, str) else code
             CONVERTERS[int(key)] = fn
         return fn
 
@@ -56,3 +55,12 @@ def optional_input_name(b: Builder, op: RawOperator, slot: int) -> str:
 def need_options(b: Builder, op: RawOperator, *keys: str) -> None:
     if any(k not in op.options for k in keys):
         raise b.fail(op, "operator options are missing")
+
+
+def same_padding(b: Builder, op: RawOperator) -> bool:
+    """The ``padding`` option as ``edgenn.ir.padding``'s ``same`` flag (SAME: True, VALID:
+    False); one error for a code ``tflite.Padding`` does not have."""
+    code = int(op.options["padding"])
+    if code not in PADDINGS:
+        raise b.fail(op, f"unknown padding type {code}")
+    return PADDINGS[code]

@@ -7,7 +7,6 @@ TFLite Micro has kernels for (``types`` of the first input): int8 LeakyRelu / Ha
 
 from __future__ import annotations
 
-import math
 from numbers import Real
 
 from edgenn.ir.node import Node
@@ -40,6 +39,4 @@ def _elementwise(node: Node, inputs: list[Tensor | None]) -> Inferred:
         # why: a bool is an int in Python, and a non-number here would only fail at build time
         if isinstance(value, bool) or not isinstance(value, Real):
             raise fail(node, f"attribute {key} must be a number, got {value!r}")
-        if not math.isfinite(float(value)):
-            raise fail(node, f"attribute {key} is {value}")
     return [(x.shape, x.dtype)]

@@ -122,7 +122,7 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
     from edgenn.backends.ref import compile_ref
     from edgenn.data.mnist import mnist_split
     from edgenn.evaluate import images_to_input
-    from edgenn.train.svm import SMOClassifier, attach_svm_head, penultimate_features
+    from edgenn.svm import SMOClassifier, attach_svm_head, penultimate_features
 
     classes = list(range(10))
     known = sorted(set(int(k) for k in known))
@@ -210,7 +210,7 @@ def run_scenario(known: Sequence[int] = (0, 1, 2, 3, 4), capacity: int = 100, st
 def _reference_votes(svm: SVM, f_probe: np.ndarray) -> np.ndarray:
     """The reference layer's vote on the device's test digits (``f_probe``: their features
     on the host)."""
-    from edgenn.train.svm.ovo import vote_predict
+    from edgenn.svm.ovo import vote_predict
 
     # why: the device votes with ties to the lowest class index (LIBSVM's svm_predict);
     # compare with the same vote of the reference layer, not the argmax of its scores

@@ -16,6 +16,9 @@
 #include <stdint.h>
 
 #define EDGENN_ACLE_INLINE static inline __attribute__((always_inline))
+/* the same for the kernels' own helpers: why always_inline: their loops are tuned for the
+ * inlined code (a call in an inner loop would cost more than the helper) */
+#define EDGENN_INLINE EDGENN_ACLE_INLINE
 
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #include <arm_acle.h>
@@ -232,6 +235,18 @@ EDGENN_ACLE_INLINE uint32_t edgenn_max_s8x4(uint32_t a, uint32_t b)
     return r;
 }
 #endif
+
+/* saturate to int8 (one SSAT #8 on DSP cores) */
+EDGENN_ACLE_INLINE int32_t edgenn_ssat8(int32_t v) { return edgenn_ssat(v, 8); }
+
+/* unaligned 32-bit load / store (LDR/STR allow unaligned addresses on ARMv7-M) */
+EDGENN_ACLE_INLINE uint32_t edgenn_load32(const void *p)
+{
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+EDGENN_ACLE_INLINE void edgenn_store32(void *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
 
 /* rotate right by r (0..31): gcc emits one ROR */
 EDGENN_ACLE_INLINE uint32_t edgenn_ror(uint32_t x, uint32_t r)

@@ -26,7 +26,7 @@ EDGENN_S16_INLINE void dw_quad32(const int16_t *px, const int8_t *wp, int32_t ro
         for (int32_t j = 0; j < nkx; j++) {
             const uint32_t x01 = edgenn_s16_load32(xp), x23 = edgenn_s16_load32(xp + 2);
             const uint32_t q = edgenn_s16_load32(wq);
-            const uint32_t wl = fast_sxtb16(q), wh = fast_sxtb16_ror8(q);
+            const uint32_t wl = edgenn_sxtb16(q), wh = edgenn_sxtb16_ror8(q);
             a0 = edgenn_s16_add(a0, LO(x01) * LO(wl));
             a1 = edgenn_s16_add(a1, HI(x01) * HI(wl));
             a2 = edgenn_s16_add(a2, LO(x23) * LO(wh));
@@ -50,7 +50,7 @@ EDGENN_S16_INLINE void dw_quad64(const int16_t *px, const int8_t *wp, int32_t ro
         for (int32_t j = 0; j < nkx; j++) {
             const uint32_t x01 = edgenn_s16_load32(xp), x23 = edgenn_s16_load32(xp + 2);
             const uint32_t q = edgenn_s16_load32(wq);
-            const uint32_t wl = fast_sxtb16(q), wh = fast_sxtb16_ror8(q);
+            const uint32_t wl = edgenn_sxtb16(q), wh = edgenn_sxtb16_ror8(q);
             a0 += LO(x01) * LO(wl);
             a1 += HI(x01) * HI(wl);
             a2 += LO(x23) * LO(wh);

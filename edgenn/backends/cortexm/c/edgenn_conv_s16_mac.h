@@ -24,7 +24,6 @@
 
 #include "edgenn_acle.h"
 #include "edgenn_fixed_point.h"
-#include "fast_simd.h"
 
 #define EDGENN_S16_NARROW 0
 #define EDGENN_S16_WIDE32 1
@@ -57,22 +56,22 @@ EDGENN_S16_INLINE void edgenn_s16_dot32x2(const int16_t *x, const int8_t *w0, co
         const uint32_t x45 = edgenn_s16_load32(x + i + 4), x67 = edgenn_s16_load32(x + i + 6);
         const uint32_t p = edgenn_s16_load32(w0 + i), q = edgenn_s16_load32(w1 + i);
         const uint32_t p2 = edgenn_s16_load32(w0 + i + 4), q2 = edgenn_s16_load32(w1 + i + 4);
-        s0 = fast_smlad(x01, fast_sxtb16(p), s0);
-        s1 = fast_smlad(x01, fast_sxtb16(q), s1);
-        s0 = fast_smlad(x23, fast_sxtb16_ror8(p), s0);
-        s1 = fast_smlad(x23, fast_sxtb16_ror8(q), s1);
-        s0 = fast_smlad(x45, fast_sxtb16(p2), s0);
-        s1 = fast_smlad(x45, fast_sxtb16(q2), s1);
-        s0 = fast_smlad(x67, fast_sxtb16_ror8(p2), s0);
-        s1 = fast_smlad(x67, fast_sxtb16_ror8(q2), s1);
+        s0 = edgenn_smlad(x01, edgenn_sxtb16(p), s0);
+        s1 = edgenn_smlad(x01, edgenn_sxtb16(q), s1);
+        s0 = edgenn_smlad(x23, edgenn_sxtb16_ror8(p), s0);
+        s1 = edgenn_smlad(x23, edgenn_sxtb16_ror8(q), s1);
+        s0 = edgenn_smlad(x45, edgenn_sxtb16(p2), s0);
+        s1 = edgenn_smlad(x45, edgenn_sxtb16(q2), s1);
+        s0 = edgenn_smlad(x67, edgenn_sxtb16_ror8(p2), s0);
+        s1 = edgenn_smlad(x67, edgenn_sxtb16_ror8(q2), s1);
     }
     if (i + 4 <= n) {
         const uint32_t x01 = edgenn_s16_load32(x + i), x23 = edgenn_s16_load32(x + i + 2);
         const uint32_t p = edgenn_s16_load32(w0 + i), q = edgenn_s16_load32(w1 + i);
-        s0 = fast_smlad(x01, fast_sxtb16(p), s0);
-        s1 = fast_smlad(x01, fast_sxtb16(q), s1);
-        s0 = fast_smlad(x23, fast_sxtb16_ror8(p), s0);
-        s1 = fast_smlad(x23, fast_sxtb16_ror8(q), s1);
+        s0 = edgenn_smlad(x01, edgenn_sxtb16(p), s0);
+        s1 = edgenn_smlad(x01, edgenn_sxtb16(q), s1);
+        s0 = edgenn_smlad(x23, edgenn_sxtb16_ror8(p), s0);
+        s1 = edgenn_smlad(x23, edgenn_sxtb16_ror8(q), s1);
         i += 4;
     }
     for (; i < n; i++) {
@@ -92,10 +91,10 @@ EDGENN_S16_INLINE void edgenn_s16_dot64x2(const int16_t *x, const int8_t *w0, co
     for (; i + 4 <= n; i += 4) {
         const uint32_t x01 = edgenn_s16_load32(x + i), x23 = edgenn_s16_load32(x + i + 2);
         const uint32_t p = edgenn_s16_load32(w0 + i), q = edgenn_s16_load32(w1 + i);
-        s0 = edgenn_smlald(x01, fast_sxtb16(p), s0);
-        s1 = edgenn_smlald(x01, fast_sxtb16(q), s1);
-        s0 = edgenn_smlald(x23, fast_sxtb16_ror8(p), s0);
-        s1 = edgenn_smlald(x23, fast_sxtb16_ror8(q), s1);
+        s0 = edgenn_smlald(x01, edgenn_sxtb16(p), s0);
+        s1 = edgenn_smlald(x01, edgenn_sxtb16(q), s1);
+        s0 = edgenn_smlald(x23, edgenn_sxtb16_ror8(p), s0);
+        s1 = edgenn_smlald(x23, edgenn_sxtb16_ror8(q), s1);
     }
     for (; i < n; i++) {
         s0 += (int32_t)x[i] * (int32_t)w0[i];

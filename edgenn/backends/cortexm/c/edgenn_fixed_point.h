@@ -1,9 +1,16 @@
 /* Fixed-point arithmetic of TFLite Micro (double-rounding build) and gemmlowp, in C.
- * Bit-exact with edgenn/arith/fixed_point.py. */
+ * Bit-exact with edgenn/arith/fixed_point.py.
+ *
+ * The runtime's one copy of the requantization arithmetic: every kernel, portable or DSP,
+ * uses these functions (docs/cortexm.md, "C runtime conventions"). The forms the DSP kernels
+ * call in their inner loops (edgenn_requant_s32, edgenn_requant_doubled, edgenn_requant_record)
+ * are always_inline: those loops are scheduled for the inlined code. */
 #ifndef EDGENN_FIXED_POINT_H
 #define EDGENN_FIXED_POINT_H
 
 #include <stdint.h>
+
+#include "edgenn_acle.h"
 
 #define EDGENN_INT32_MIN ((int32_t)0x80000000)
 #define EDGENN_INT32_MAX ((int32_t)0x7fffffff)
@@ -46,6 +53,12 @@ static inline int32_t edgenn_mbqm(int32_t x, int32_t multiplier, int32_t shift)
     return edgenn_rdbpot(edgenn_srdhm_pos(xs, multiplier), right);
 }
 
+static inline int32_t edgenn_clamp(int32_t v, int32_t lo, int32_t hi)
+{
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
 /* Requantize an int32 accumulator to int8: mbqm, + zero point, clamp. */
 static inline int8_t edgenn_requant(int32_t acc, int32_t multiplier, int32_t shift,
                                     int32_t out_zp, int32_t lo, int32_t hi)
@@ -56,10 +69,56 @@ static inline int8_t edgenn_requant(int32_t acc, int32_t multiplier, int32_t shi
     return (int8_t)v;
 }
 
-static inline int32_t edgenn_clamp(int32_t v, int32_t lo, int32_t hi)
+/* The same value as int32 (edgenn_requant == (int8_t)edgenn_requant_s32), for the DSP kernels.
+ * why written out as one expression rather than through edgenn_mbqm: gcc 12 schedules the
+ * kernels' loops around this form differently from the composed one (register allocation and
+ * instruction order change in both directions), and the cycle counts are pinned; the two are
+ * bit-identical (tests/test_cortexm_*: the kernels against the reference). */
+EDGENN_INLINE int32_t edgenn_requant_s32(int32_t acc, int32_t multiplier, int32_t shift,
+                                         int32_t out_zp, int32_t lo, int32_t hi)
 {
+    int32_t left = shift > 0 ? shift : 0;
+    int32_t right = shift > 0 ? 0 : -shift;
+    int32_t x = (int32_t)((uint32_t)acc << left); /* int32 wrap, as the C++ */
+    int32_t high = (int32_t)(((int64_t)x * multiplier + (1LL << 30)) >> 31);
+    int32_t mask = (int32_t)((1u << right) - 1u);
+    int32_t rem = high & mask;
+    int32_t threshold = (mask >> 1) + (high < 0);
+    int32_t v = (high >> right) + (rem > threshold) + out_zp;
     v = v < lo ? lo : v;
     return v > hi ? hi : v;
+}
+
+/* mbqm + out_zp for an accumulator already doubled (weights and bias packed x2), valid only
+ * where the generator proved it (kernels/fast_common.py fast_requant_mode): |2 acc| < 2^31,
+ * shift is a right shift r >= 1 and half = (1 << (r - 1)) + (out_zp << r). Then
+ * SaturatingRoundingDoublingHighMul(acc, m) = (2 acc * m + 2^31) >> 32 = SMMULR(2 acc, m), the
+ * rounding divide (ties away from zero) is (high + 2^(r-1) - (high < 0)) >> r, and out_zp << r
+ * added before the arithmetic shift adds exactly out_zp after it. The caller clamps (SSAT to
+ * int8, then max with lo unless lo == -128). */
+EDGENN_INLINE int32_t edgenn_requant_doubled(int32_t acc2, int32_t mult, int32_t rshift,
+                                             int32_t half)
+{
+    int32_t high = edgenn_smmulr(acc2, mult);
+    return (high + half + (high >> 31)) >> rshift;
+}
+
+/* Requantize with a DSP kernel's per-channel record q = {bias, mult, shift, half}: fast == 0
+ * is edgenn_requant_s32; fast == 1 or 2 (the generator proved edgenn_requant_doubled exact and
+ * folded out_zp into half; kernels/fast_common.py fast_requant_mode) saturates to int8 and
+ * clamps at lo, which fast == 2 (lo == -128) skips. Callers pass fast as a literal, so each
+ * specialisation keeps one branch. */
+EDGENN_INLINE int32_t edgenn_requant_record(int32_t acc, const int32_t *q, int32_t out_zp,
+                                            int32_t lo, int32_t hi, const int32_t fast)
+{
+    if (fast) {
+        int32_t v = edgenn_ssat8(edgenn_requant_doubled(acc, q[1], q[2], q[3]));
+        if (fast == 1) {
+            v = v < lo ? lo : v;
+        }
+        return v;
+    }
+    return edgenn_requant_s32(acc, q[1], q[2], out_zp, lo, hi);
 }
 
 /* gemmlowp SaturatingRoundingMultiplyByPOT on raw int32 values. */

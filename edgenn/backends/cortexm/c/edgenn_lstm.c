@@ -7,7 +7,6 @@
 
 #include "edgenn_acle.h"
 #include "edgenn_fixed_point.h"
-#include "fast_simd.h"
 
 /* TFLite's sigmoid(i / 24) in 0.16 fixed point (sigmoid_table_uint16). */
 static const uint16_t edgenn_sigmoid_table[256] = {
@@ -103,9 +102,9 @@ static int16_t activate(const edgenn_lstm_gate *g, int32_t zw, int32_t zr)
 static int32_t dot32(const int8_t *w, const int16_t *v, int32_t n_pad, int32_t acc)
 {
     for (int32_t k = 0; k < n_pad; k += 4) {
-        const uint32_t wv = fast_load32(w + k);
-        acc = fast_smlad(fast_sxtb16(wv), fast_load32(v + k), acc);
-        acc = fast_smlad(fast_sxtb16_ror8(wv), fast_load32(v + k + 2), acc);
+        const uint32_t wv = edgenn_load32(w + k);
+        acc = edgenn_smlad(edgenn_sxtb16(wv), edgenn_load32(v + k), acc);
+        acc = edgenn_smlad(edgenn_sxtb16_ror8(wv), edgenn_load32(v + k + 2), acc);
     }
     return acc;
 }
@@ -116,12 +115,12 @@ static void dot32x2(const int8_t *w0, const int8_t *w1, const int16_t *v, int32_
 {
     int32_t a0 = acc[0], a1 = acc[1];
     for (int32_t k = 0; k < n_pad; k += 4) {
-        const uint32_t p0 = fast_load32(w0 + k), p1 = fast_load32(w1 + k);
-        const uint32_t v01 = fast_load32(v + k), v23 = fast_load32(v + k + 2);
-        a0 = fast_smlad(fast_sxtb16(p0), v01, a0);
-        a1 = fast_smlad(fast_sxtb16(p1), v01, a1);
-        a0 = fast_smlad(fast_sxtb16_ror8(p0), v23, a0);
-        a1 = fast_smlad(fast_sxtb16_ror8(p1), v23, a1);
+        const uint32_t p0 = edgenn_load32(w0 + k), p1 = edgenn_load32(w1 + k);
+        const uint32_t v01 = edgenn_load32(v + k), v23 = edgenn_load32(v + k + 2);
+        a0 = edgenn_smlad(edgenn_sxtb16(p0), v01, a0);
+        a1 = edgenn_smlad(edgenn_sxtb16(p1), v01, a1);
+        a0 = edgenn_smlad(edgenn_sxtb16_ror8(p0), v23, a0);
+        a1 = edgenn_smlad(edgenn_sxtb16_ror8(p1), v23, a1);
     }
     acc[0] = a0;
     acc[1] = a1;
@@ -131,9 +130,9 @@ static void dot32x2(const int8_t *w0, const int8_t *w1, const int16_t *v, int32_
 static int64_t dot64(const int8_t *w, const int16_t *v, int32_t n_pad, int64_t acc)
 {
     for (int32_t k = 0; k < n_pad; k += 4) {
-        const uint32_t wv = fast_load32(w + k);
-        acc = edgenn_smlald(fast_sxtb16(wv), fast_load32(v + k), acc);
-        acc = edgenn_smlald(fast_sxtb16_ror8(wv), fast_load32(v + k + 2), acc);
+        const uint32_t wv = edgenn_load32(w + k);
+        acc = edgenn_smlald(edgenn_sxtb16(wv), edgenn_load32(v + k), acc);
+        acc = edgenn_smlald(edgenn_sxtb16_ror8(wv), edgenn_load32(v + k + 2), acc);
     }
     return acc;
 }

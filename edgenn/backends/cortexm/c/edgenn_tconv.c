@@ -61,8 +61,8 @@ static inline __attribute__((always_inline)) int32_t dot_s8(const int8_t *x, con
     for (; i + 4 <= n; i += 4) {
         const uint32_t xq = edgenn_s16_load32(x + i), wq = edgenn_s16_load32(w + i);
         /* (x0 - zp, x2 - zp) and (x1 - zp, x3 - zp), against (w0, w2) and (w1, w3) */
-        acc = fast_smlad(sxtab16_lo(nzp2, xq), fast_sxtb16(wq), acc);
-        acc = fast_smlad(sxtab16_hi(nzp2, xq), fast_sxtb16_ror8(wq), acc);
+        acc = edgenn_smlad(sxtab16_lo(nzp2, xq), edgenn_sxtb16(wq), acc);
+        acc = edgenn_smlad(sxtab16_hi(nzp2, xq), edgenn_sxtb16_ror8(wq), acc);
     }
     for (; i < n; i++) {
         acc = edgenn_s16_add(acc, ((int32_t)x[i] - in_zp) * (int32_t)w[i]);

@@ -40,7 +40,7 @@ from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import GraphValidationError, PlanError
 from edgenn.ir import DType, Graph
 from edgenn.passes.rewrite import remove_dead
-from edgenn.train.svm.errors import SvmParameterError
+from edgenn.svm.errors import SvmParameterError
 from edgenn.utils import atomic_write_bytes
 
 CNN_NAME = "features"  # the library's C name: features.h, features_invoke(), FEATURES_* macros

@@ -1,6 +1,6 @@
 """Generate the firmware project of an SVM layer that learns on a Cortex-M core.
 
-The project is the SVM's C (``edgenn/train/svm/c``: the same files the host binding compiles),
+The project is the SVM's C (``edgenn/svm/c``: the same files the host binding compiles),
 the firmware harness ``edgenn_svm_firmware.c`` (every array static, no malloc), a generated
 ``svm_config.h`` (sizes and settings) and ``svm_weights.c`` (the layer's initial weights), plus
 the usual startup code, linker script, Makefile and manifest.json. Float arithmetic is float32
@@ -24,10 +24,10 @@ from edgenn.backends.cortexm.codegen import templates
 from edgenn.backends.cortexm.codegen.project import flags
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import PlanError
-from edgenn.train.svm.errors import SvmParameterError
+from edgenn.svm.errors import SvmParameterError
 from edgenn.utils import atomic_write_bytes
 
-SVM_C_DIR = Path(__file__).resolve().parents[3] / "train" / "svm" / "c"
+SVM_C_DIR = Path(__file__).resolve().parents[3] / "svm" / "c"
 HARNESS = Path(__file__).resolve().parents[1] / "c" / "edgenn_svm_firmware.c"
 SVM_SOURCES = ("edgenn_smo.c", "edgenn_svm.c")
 SVM_HEADERS = ("edgenn_smo.h", "edgenn_smo_dot.h", "edgenn_svm.h")

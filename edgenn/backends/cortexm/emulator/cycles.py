@@ -1,4 +1,4 @@
-"""The Cortex-M4 cycle model of ../shared/cortex-m4-timing.md, priced one basic block at a time.
+"""The Cortex-M4 cycle model of docs/cycle_model.md, priced one basic block at a time.
 
 Every instruction gets a *static* cost from the timing table (Arm DDI 0439, table 3-1, zero wait
 states). Interactions between neighbouring instructions (load pipelining, the address-generation

@@ -1,6 +1,6 @@
 """Cortex-M DSP (ARMv7E-M) int8 Conv2D: SMLAD over int16 pairs, 2 pixels x 4 channels a step.
 
-The C side is ``c/conv_dsp.c``. Everything that can be decided at generation time is done
+The C side is ``c/edgenn_conv_s8_dsp.c``. Everything that can be decided at generation time is done
 here, so the inner loop is loads and SMLADs only:
 
 * the weights are permuted and packed as int16 pairs in exactly the order the loop reads
@@ -116,14 +116,14 @@ def scratch_bytes(kh: int, kw: int, cin: int) -> int:
 
 
 def call_args(p: ConvParams, fast: int) -> list[int]:
-    """The integer arguments of edgenn_conv_dsp_s8 after (in, out, scratch, w, quant)."""
+    """The integer arguments of edgenn_conv_s8_dsp after (in, out, scratch, w, quant)."""
     return [p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.out_c, p.k_h, p.k_w, p.stride_h,
             p.stride_w, p.pad_t, p.pad_l, p.in_zp, p.out_zp, p.act_min, p.act_max, int(fast)]
 
 
 def dsp_call(p: ConvParams, fast: int) -> str:
     """The C call (format string of the KernelCall protocol)."""
-    return ("edgenn_conv_dsp_s8({in0}, {out0}, {scratch}, {w}, {quant}, "
+    return ("edgenn_conv_s8_dsp({in0}, {out0}, {scratch}, {w}, {quant}, "
             + args(*call_args(p, fast)) + ");")
 
 
@@ -132,7 +132,7 @@ class DspConv:
 
     op = "Conv2D"
     priority = 10
-    name = "edgenn_conv_dsp_s8"
+    name = "edgenn_conv_s8_dsp"
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
@@ -152,7 +152,7 @@ class DspConv:
         fast = fast_mode(p)
         return KernelCall(
             call=dsp_call(p, fast),
-            sources=("conv_dsp.c",),
+            sources=("edgenn_conv_s8_dsp.c",),
             arrays=(
                 CArray("w", "uint32_t", pack_weights(p.w, 2 if fast else 1)),
                 CArray("quant", "int32_t", quant_records(p, fast)),

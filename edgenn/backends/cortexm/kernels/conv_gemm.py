@@ -1,7 +1,7 @@
 """Fast int8 general Conv2D (groups 1, kernel not 1x1) for DSP cores, int8 weights in flash.
 
 Per layer the generator emits C specialised to the layer's shape (``KernelCall.code``, header
-``c/conv_gemm.h``):
+``c/edgenn_conv_s8_gemm_dsp.h``):
 
 * a patch copy unrolled for this layer's window: every run of 4 input bytes that are adjacent
   both in the input and in the patch becomes one word load + SXTB16 + SXTB16-ROR-8 (any
@@ -209,7 +209,7 @@ def arena_room(node: Node, graph: Graph) -> int:
 
 
 def pack_weights(p: ConvParams, packed: bool = False, group: int = 2) -> np.ndarray:
-    """int8 [Cout, KH, KW, Cin] -> uint32 weight words (see conv_gemm.h).
+    """int8 [Cout, KH, KW, Cin] -> uint32 weight words (see edgenn_conv_s8_gemm_dsp.h).
 
     signed: [channel pair][k pair], bytes {w[c][2p], w[c+1][2p], w[c][2p+1], w[c+1][2p+1]};
     ``packed``: the odd channel's bytes minus the borrow of the even channel's
@@ -296,7 +296,7 @@ def _copy_fn(name: str, ops: list[CopyOp], offs: np.ndarray,
         lines.append(f"{ind}CGEMM_LDR{n}(s, {where}, {names});")
         for i, op in enumerate(batch):
             pr = op.q // 2
-            lines.append(f"{ind}d[{ways * pr}] = fast_sxtb16(v{i});")
+            lines.append(f"{ind}d[{ways * pr}] = edgenn_sxtb16(v{i});")
             lines.append(f"{ind}d[{ways * pr + ways}] = cgemm_sxtb16_ror8(v{i});")
         lines.append(f"{ind}}}")
     for op in ops:
@@ -500,7 +500,7 @@ def _block_fns(p: ConvParams, plan: Plan, s: int) -> str:
     text = f"""static inline __attribute__((always_inline)) void @P@_mac(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int32_t *acc)
 {{
-#if FAST_HAVE_DSP
+#if EDGENN_HAVE_DSP
 {_ASM_DECLS}
     const uint32_t *end = x + {words};
     __asm__ volatile(
@@ -531,7 +531,7 @@ static inline __attribute__((always_inline)) void @P@_blkc(const uint32_t *x,
         req = (_recover_asm() if plan.packed else []) + _requant_asm(p, plan, nch)
         reqs = "\n        ".join(req)
         text += f"""
-#if FAST_HAVE_DSP
+#if EDGENN_HAVE_DSP
 /* MAC + requantize + store the block's first {nch} channels (o: pixel 0, first channel) */
 static inline __attribute__((always_inline)) void @P@_blk{nch}(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int8_t *o)
@@ -564,7 +564,7 @@ static inline __attribute__((always_inline)) void @P@_blk{nch}(const uint32_t *x
          _q("ldr %[xa], %[rend]"), _q("cmp %[xp], %[xa]"), _q("ldr %[wp], %[ws]"),
          _q("ldr %[xp], %[xq]"), _q("bne 9b")])
     text += f"""
-#if FAST_HAVE_DSP
+#if EDGENN_HAVE_DSP
 /* all {groups} full groups of channels: MAC + requantize + store */
 static inline __attribute__((always_inline)) void @P@_blkall(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int8_t *o)
@@ -596,10 +596,10 @@ def _rq_fn(p: ConvParams, mode: int) -> str:
     """@P@_rq: requantize one value (2 acc in the fast modes, acc in the exact one)."""
     if mode:
         clamp = "" if mode == 2 else f"    v = v < {p.act_min} ? {p.act_min} : v;\n"
-        body = ("    int32_t v = fast_ssat8(fast_requant2(v2, r[1], r[2], r[3]));\n"
+        body = ("    int32_t v = edgenn_ssat8(edgenn_requant_doubled(v2, r[1], r[2], r[3]));\n"
                 + clamp + "    return (int8_t)v;")
     else:
-        body = (f"    return (int8_t)fast_requant(v2, r[1], r[2], {p.out_zp}, {p.act_min}, "
+        body = (f"    return (int8_t)edgenn_requant_s32(v2, r[1], r[2], {p.out_zp}, {p.act_min}, "
                 f"{p.act_max});")
     return ("static inline __attribute__((always_inline)) int8_t @P@_rq(int32_t v2, "
             "const int32_t *r)\n{\n" + body + "\n}")
@@ -671,9 +671,9 @@ def generate(p: ConvParams, plan: Plan) -> str:
     cp_w = "@P@_cpw(win, d);"
     if p.in_c % 4 == 0:  # whole words (unaligned allowed): 4x fewer steps than bytes
         tap_fill = (f"for (int i = 0; i < {p.in_c}; i += 4) "
-                    f"fast_store32(wr + kx * {p.in_c} + i, (uint32_t)(uint8_t)zp * 0x01010101u);")
-        tap_copy = (f"for (int i = 0; i < {p.in_c}; i += 4) fast_store32(wr + kx * {p.in_c} + i, "
-                    f"fast_load32(sr + ix * {p.in_c} + i));")
+                    f"edgenn_store32(wr + kx * {p.in_c} + i, (uint32_t)(uint8_t)zp * 0x01010101u);")
+        tap_copy = (f"for (int i = 0; i < {p.in_c}; i += 4) edgenn_store32(wr + kx * {p.in_c} + i, "
+                    f"edgenn_load32(sr + ix * {p.in_c} + i));")
     else:
         tap_fill = f"cgemm_fill(wr + kx * {p.in_c}, {p.in_c}, {zp});"
         tap_copy = f"cgemm_copy(wr + kx * {p.in_c}, sr + ix * {p.in_c}, {p.in_c});"
@@ -776,8 +776,8 @@ class ConvGemm:
     """General int8 Conv2D: generated im2col + 4x2 / 2x4 SMLAD asm, int8 weights."""
 
     op = "Conv2D"
-    priority = 25  # above edgenn_conv_dsp_s8 / fast_conv1ch_s8 (10); 1x1 kernels elsewhere
-    name = "conv_gemm_s8"
+    priority = 25  # above edgenn_conv_s8_dsp / edgenn_conv_s8_1ch_dsp (10); 1x1 kernels elsewhere
+    name = "edgenn_conv_s8_gemm_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         return _claims(node, graph, core)
@@ -787,7 +787,7 @@ class ConvGemm:
         plan = layer_plan_of(p, arena_room(node, graph))
         return KernelCall(
             call="{prefix}_conv({in0}, {out0}, {scratch});",
-            sources=("conv_gemm.h",),
+            sources=("edgenn_conv_s8_gemm_dsp.h",),
             arrays=(CArray("w", "uint32_t", pack_weights(p, plan.packed, plan.chans)),
                     CArray("quant", "int32_t", records(p, plan))),
             scratch_bytes=scratch_bytes(p, plan),

@@ -1,8 +1,9 @@
 """Fast int8 FullyConnected for DSP cores with int8 weights in flash (Cortex-M4/M7).
 
 Inner loop: the input is widened once per inference to int16 pairs in SXTB16 order (input
-word k = bytes b0 b1 b2 b3 gives the pairs (b0, b2), (b1, b3); ``c/dense.c``). Each weight
-word holds two output rows ("lo" row a, "hi" row b) for one input pair (e0, e1)::
+word k = bytes b0 b1 b2 b3 gives the pairs (b0, b2), (b1, b3);
+``c/edgenn_fc_widen_s8_dsp.c``). Each weight word holds two output rows ("lo" row a, "hi"
+row b) for one input pair (e0, e1)::
 
     byte0 = w[a][e0]   byte1 = w[b][e0] - (w[a][e0] < 0)
     byte2 = w[a][e1]   byte3 = w[b][e1] - (w[a][e1] < 0)
@@ -216,7 +217,7 @@ def _dot_block(k: int, steps: int, tag: str, init: bool) -> list[str]:
     ins = f'[end] "r"(xp + {steps})' if n else ""
     body = "".join(f'            "{line}\\n\\t"\n' for line in asm)
     c: list[str] = [f"    int32_t {', '.join(accs)};", "    {"]
-    c += ["#if FAST_HAVE_DSP",
+    c += ["#if EDGENN_HAVE_DSP",
           f"        uint32_t tx, {', '.join(f'tw{i}' for i in range(k))};",
           "        __asm__ volatile(", body.rstrip("\n"),
           f"            : {', '.join(outs)}",
@@ -232,8 +233,8 @@ def _dot_block(k: int, steps: int, tag: str, init: bool) -> list[str]:
           "            uint32_t xv = *xp++;"]
     for i in range(k):
         c += ["            {", "                uint32_t wv = *wp++;",
-              f"                a{i}{tag} = fast_smlad(xv, wv, a{i}{tag});",
-              f"                b{i}{tag} = fast_smlad(xv, fast_sxtb16(wv), b{i}{tag});",
+              f"                a{i}{tag} = edgenn_smlad(xv, wv, a{i}{tag});",
+              f"                b{i}{tag} = edgenn_smlad(xv, edgenn_sxtb16(wv), b{i}{tag});",
               "            }"]
     c += ["        }", "#endif", "    }"]
     return c
@@ -273,11 +274,10 @@ class _Quant:
         """C statement: o[row] = requant(acc); fast: acc is the doubled accumulator."""
         if self.mode:
             clamp = f" v_ = v_ < {self.lo} ? {self.lo} : v_;" if self.mode == 1 else ""
-            return (f"{{ int32_t h_ = fast_smmulr({acc}, {self.term('mult', row)}); "
-                    f"int32_t v_ = fast_ssat8((h_ + {self.term('half', row)} + (h_ >> 31)) "
-                    f">> {self.term('rsh', row)});"
-                    f"{clamp} o[{row}] = (int8_t)v_; }}")
-        return (f"o[{row}] = (int8_t)fast_requant({acc}, {self.term('mult', row)}, "
+            return (f"{{ int32_t v_ = edgenn_ssat8(edgenn_requant_doubled({acc}, "
+                    f"{self.term('mult', row)}, {self.term('rsh', row)}, "
+                    f"{self.term('half', row)}));{clamp} o[{row}] = (int8_t)v_; }}")
+        return (f"o[{row}] = (int8_t)edgenn_requant_s32({acc}, {self.term('mult', row)}, "
                 f"{self.term('shift', row)}, {self.zp}, {self.lo}, {self.hi});")
 
 
@@ -344,7 +344,7 @@ def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, 
         "uint32_t *xe)",
         "{",
         f"    for (int n = 0; n < {batch}; n++, in += {depth}, out += {cout}) {{",
-        f"    dense_widen(in, xe, {depth});",
+        f"    edgenn_fc_widen_s8_dsp(in, xe, {depth});",
         "    const uint32_t *wp = @P@_w;",
         "    int8_t *o = out;",
     ]
@@ -369,7 +369,7 @@ class DenseFullyConnected:
 
     op = "FullyConnected"
     priority = 30
-    name = "dense_s8"
+    name = "edgenn_fc_s8_gen_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):
@@ -392,7 +392,7 @@ class DenseFullyConnected:
         cout = int(graph.tensor(node.inputs[1]).shape[0])
         return KernelCall(
             call="{prefix}_dense({in0}, {out0}, (uint32_t *){scratch});",
-            sources=("dense.c",),
+            sources=("edgenn_fc_widen_s8_dsp.c",),
             arrays=arrays,
             scratch_bytes=scratch,
             kernel_name=self.name,

@@ -241,11 +241,11 @@ def _requant(plan: Plan, acc: str) -> str:
     """C expression: the int8 output of accumulator ``acc`` (q1..q3: the channel's record)."""
     p = plan.p
     if plan.mode == UNIFORM:
-        v = f"fast_ssat8(dwk_smmla({acc}, q1, q2) >> {plan.big_r})"
+        v = f"edgenn_ssat8(dwk_smmla({acc}, q1, q2) >> {plan.big_r})"
     elif plan.mode:
-        v = f"fast_ssat8(fast_requant2({acc}, q1, q2, q3))"
+        v = f"edgenn_ssat8(edgenn_requant_doubled({acc}, q1, q2, q3))"
     else:
-        return f"(int8_t)fast_requant({acc}, q1, q2, {p.out_zp}, {p.act_min}, {p.act_max})"
+        return f"(int8_t)edgenn_requant_s32({acc}, q1, q2, {p.out_zp}, {p.act_min}, {p.act_max})"
     if p.act_min > -128:
         return f"(int8_t)dwk_max({v}, {p.act_min})"
     return f"(int8_t){v}"
@@ -268,7 +268,7 @@ def _step(plan: Plan, n: int) -> str:
         lines.append("                const uint32_t " + ", ".join(
             f"x{wd} = dwk_pair(row + {base + 2 * wd})" for wd in words) + ";")
         for k, kind, wd, r in ops:
-            fn = "fast_smlad" if kind == "d" else f"dwk_smla{kind}"
+            fn = "edgenn_smlad" if kind == "d" else f"dwk_smla{kind}"
             lines.append(f"                a{k} = {fn}(x{wd}, w{r}, a{k});")
         lines.append("            }")
     for k in range(n):
@@ -387,7 +387,7 @@ def _step_any(plan: Plan, n: int) -> str:
     """The asm step on ARMv7E-M where it applies, else (and on hosts) the C step."""
     if not _asm_ok(plan, n):
         return _step(plan, n)
-    return ("#if FAST_HAVE_DSP\n" + _step_asm(plan, n) + "\n#else\n" + _step(plan, n)
+    return ("#if EDGENN_HAVE_DSP\n" + _step_asm(plan, n) + "\n#else\n" + _step(plan, n)
             + "\n#endif")
 
 
@@ -402,7 +402,7 @@ def _steps(plan: Plan) -> str:
         # two steps a trip, the second one's offsets folded into its immediates: half the
         # loop overhead (add, add, cmp, taken branch) per step
         out += (f"            for (int s = 0; s < {nsteps // 2}; s++, row += {2 * adv_row}, "
-                f"o += {2 * adv_o}) {{\n#if FAST_HAVE_DSP\n"
+                f"o += {2 * adv_o}) {{\n#if EDGENN_HAVE_DSP\n"
                 + _step_asm(plan, plan.no) + "\n" + _step_asm(plan, plan.no, 1)
                 + "\n#else\n" + _step(plan, plan.no) + f"\n        row += {adv_row}, "
                 f"o += {adv_o};\n" + _step(plan, plan.no) + f"\n        row -= {adv_row}, "
@@ -426,7 +426,7 @@ def _gather1(p: ConvParams, pw: int) -> str:
     c, w = p.in_c, p.in_w
     body = []
     for i in range(0, w - 1, 2):
-        body.append(f"        fast_store32(d0 + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));")
+        body.append(f"        edgenn_store32(d0 + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));")
     if w % 2:
         body.append(f"        d0[{w - 1}] = s[{(w - 1) * c}];")
     return ("static void @F@_gather1(const int8_t *src, int16_t *d0)\n{\n"
@@ -452,8 +452,8 @@ def _gather2(p: ConvParams, pw: int) -> str:
     def pair_c(i: int, ind: str) -> str:
         return (f"{ind}{{\n{ind}    const uint32_t v = dwk_ld16(s + {i * c}) | "
                 f"(dwk_ld16(s + {(i + 1) * c}) << 16);\n"
-                f"{ind}    fast_store32(d0 + {i}, fast_sxtb16(v));\n"
-                f"{ind}    fast_store32(d1 + {i}, dwk_sxtb16_ror8(v));\n{ind}}}")
+                f"{ind}    edgenn_store32(d0 + {i}, edgenn_sxtb16(v));\n"
+                f"{ind}    edgenn_store32(d1 + {i}, dwk_sxtb16_ror8(v));\n{ind}}}")
 
     def quad_asm(i: int, ind: str) -> str:
         # why asm: gcc puts each pair's stores between the loads; grouped, the four LDRH
@@ -475,7 +475,7 @@ def _gather2(p: ConvParams, pw: int) -> str:
         i = 0
         while i + 1 < n:
             if i + 3 < n and (i + 3) * c <= 4095 and 2 * i + 4 <= 4095:
-                out.append(f"#if FAST_HAVE_DSP\n{quad_asm(i, ind)}\n#else\n{pair_c(i, ind)}\n"
+                out.append(f"#if EDGENN_HAVE_DSP\n{quad_asm(i, ind)}\n#else\n{pair_c(i, ind)}\n"
                            f"{pair_c(i + 2, ind)}\n#endif")
                 i += 4
             else:
@@ -484,7 +484,7 @@ def _gather2(p: ConvParams, pw: int) -> str:
         if n % 2:
             i = n - 1
             out.append(f"{ind}{{\n{ind}    const uint32_t v = dwk_ld16(s + {i * c});\n"
-                       f"{ind}    d0[{i}] = (int16_t)fast_sxtb16(v);\n"
+                       f"{ind}    d0[{i}] = (int16_t)edgenn_sxtb16(v);\n"
                        f"{ind}    d1[{i}] = (int16_t)dwk_sxtb16_ror8(v);\n{ind}}}")
         return out
 
@@ -690,8 +690,8 @@ class DepthwiseConv:
     """Depthwise conv per channel on an int16 zero-point-bordered plane, SMLAD tap pairs."""
 
     op = "Conv2D"
-    priority = 30  # above fast_dwconv_s8 (10) and the portable edgenn_dwconv_s8 (0)
-    name = "depthwise_s8"
+    priority = 30  # above edgenn_dwconv_s8_dsp (10) and the portable edgenn_dwconv_s8 (0)
+    name = "edgenn_dwconv_s8_gen_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         return core.has_dsp and dw_supported(node, graph)
@@ -702,7 +702,7 @@ class DepthwiseConv:
         w = p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
-            sources=("depthwise.h",),
+            sources=("edgenn_dwconv_s8_gen_dsp.h",),
             arrays=(CArray("w", "int8_t", w), *quant_arrays(plan)),
             scratch_bytes=plan.scratch_bytes,
             kernel_name=self.name,

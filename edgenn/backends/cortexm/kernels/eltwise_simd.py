@@ -1,6 +1,6 @@
 """Fast int8 Add / Mul for DSP cores: per-input lookup tables, exactness proven exhaustively.
 
-The C side is ``c/eltwise_simd.c`` / ``.h``. TFLite's int8 ADD rescales each input alone,
+The C side is ``c/edgenn_eltwise_s8_dsp.c`` / ``.h``. TFLite's int8 ADD rescales each input alone,
 ``MultiplyByQuantizedMultiplierSmallerThanOneExp((x - zp) << 20, m, shift)``, before the sum,
 so for an int8 input the rescaled value is one of 256 numbers: they are computed here with the
 reference runtime's own fixed-point functions and stored as 256-entry int32 tables (1 KiB per
@@ -238,7 +238,7 @@ def _mul_plan(layer: Any, max_mode: int) -> tuple[int, dict[str, Any]]:
     left, r = max(sh, 0), max(-sh, 0)
     da = VALUES - layer.zp_a
     db = VALUES - layer.zp_b
-    # mode 2 (see ews_mul_one in eltwise_simd.h): SMMLAR(p << (left + 1), m, c) - (p < 0),
+    # mode 2 (see ews_mul_one in edgenn_eltwise_s8_dsp.h): SMMLAR(p << (left + 1), m, c) - (p < 0),
     # then >> r; the mirror below is checked against the reference on every input pair
     if max_mode >= 2 and m > 0 and r >= 1 and 65280 << (left + 1) < INT32_LIMIT:
         cc = (1 << (r - 1)) + (zp_out << r)
@@ -275,7 +275,7 @@ def _mode2_call(mul: int, layer: Any, arrays: list[CArray], ta: np.ndarray, tb: 
                 comment: str) -> KernelCall:
     """The per-layer function of mode 2 (Add: mul = 0, Mul: mul = 1) and its call."""
     act = int(layer.lo > -128 or layer.hi < 127)
-    if act:  # lo and hi in every byte, after the a-table (see eltwise_simd.h)
+    if act:  # lo and hi in every byte, after the a-table (see edgenn_eltwise_s8_dsp.h)
         ta = np.concatenate([ta, [0x01010101 * (layer.lo & 0xFF),
                                   0x01010101 * (layer.hi & 0xFF)]])
     arrays = [*arrays, CArray("ta", "int32_t", i32(ta)), CArray("tb", "int32_t", i32(tb))]
@@ -286,7 +286,7 @@ def _mode2_call(mul: int, layer: Any, arrays: list[CArray], ta: np.ndarray, tb: 
         f"{mc[1]}, {k}, "
         f"{act}, {layer.lo}, {layer.hi});\n"
         "    }\n}\n")
-    return KernelCall(f"{{prefix}}_bin({pa}, {pb}, {{out0}});", ("eltwise_simd.h",),
+    return KernelCall(f"{{prefix}}_bin({pa}, {pb}, {{out0}});", ("edgenn_eltwise_s8_dsp.h",),
                       tuple(arrays), kernel_name=name, comment=comment, code=code)
 
 
@@ -316,7 +316,7 @@ class EltwiseSimd:
 
     def __init__(self, op: str) -> None:
         self.op = op
-        self.name = f"ews_{op.lower()}_s8"
+        self.name = f"edgenn_{op.lower()}_s8_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph) or len(node.inputs) != 2:
@@ -344,8 +344,9 @@ class EltwiseSimd:
             lut = scalar_lut(layer, si, value)
             x = _operand(node, graph, 1 - si, arrays)
             arrays.append(CArray("lut", "int8_t", lut))
-            return KernelCall(f"ews_lut_s8({x}, {{out0}}, {n}, {{lut}});", ("eltwise_simd.c",),
-                              tuple(arrays), kernel_name="ews_lut_s8",
+            return KernelCall(f"edgenn_lut_s8_dsp({x}, {{out0}}, {n}, {{lut}});",
+                              ("edgenn_eltwise_s8_dsp.c",),
+                              tuple(arrays), kernel_name="edgenn_lut_s8_dsp",
                               comment=f"{self.op} with a constant {value}: 256-byte table")
         # the input that repeats goes second (both ops are commutative in TFLite's arithmetic,
         # the tables / zero points are swapped with it)
@@ -361,17 +362,19 @@ class EltwiseSimd:
         comment = f"Add of {n} elements (period {period}), mode {mode}"
         if mode == 2:
             return _mode2_call(0, layer, arrays, ta, tb, (0, 0), plan["k"], pa, pb, n, period,
-                               "ews_add2_s8", comment)
+                               "edgenn_add_s8_gen_dsp", comment)
         arrays += [CArray("ta", "int32_t", ta), CArray("tb", "int32_t", tb)]
         if mode == 1:
-            call = (f"ews_add1_s8({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, {{tb}}, "
+            call = (f"edgenn_add_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, "
+                    "{tb}, "
                     + args(plan["mult"], plan["rshift"], plan["half"], layer.lo, layer.hi)
                     + ");")
-            return KernelCall(call, ("eltwise_simd.c",), tuple(arrays),
-                              kernel_name="ews_add1_s8", comment=comment)
-        call = (f"ews_add0_s8({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, {{tb}}, "
+            return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
+                              kernel_name="edgenn_add_s8_dsp_smmulr", comment=comment)
+        call = (f"edgenn_add_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, {{tb}}, "
                 + args(layer.m_out, layer.sh_out, layer.zp_out, layer.lo, layer.hi) + ");")
-        return KernelCall(call, ("eltwise_simd.c",), tuple(arrays), kernel_name="ews_add0_s8",
+        return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
+                          kernel_name="edgenn_add_s8_dsp",
                           comment=comment)
 
     def _mul(self, layer: Any, arrays: list[CArray], pa: str, pb: str, n: int, period: int,
@@ -383,16 +386,17 @@ class EltwiseSimd:
             # the tables follow their operands (the product is symmetric)
             ta, tb = (plan["tb"], plan["ta"]) if swap else (plan["ta"], plan["tb"])
             return _mode2_call(1, layer, arrays, ta, tb, (plan["m"], plan["c"]), plan["k"], pa,
-                               pb, n, period, "ews_mul2_s8", comment)
+                               pb, n, period, "edgenn_mul_s8_gen_dsp", comment)
         if mode == 1:
-            call = (f"ews_mul1_s8({pa}, {pb}, {{out0}}, {n}, {period}, "
+            call = (f"edgenn_mul_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, "
                     + args(za, zb, plan["left1"], plan["mult"], plan["rshift"], plan["half"],
                            layer.lo, layer.hi) + ");")
-            return KernelCall(call, ("eltwise_simd.c",), tuple(arrays),
-                              kernel_name="ews_mul1_s8", comment=comment)
-        call = (f"ews_mul_s8({pa}, {pb}, {{out0}}, {n}, {period}, "
+            return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
+                              kernel_name="edgenn_mul_s8_dsp_smmulr", comment=comment)
+        call = (f"edgenn_mul_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, "
                 + args(za, zb, layer.m, layer.sh, layer.zp_out, layer.lo, layer.hi) + ");")
-        return KernelCall(call, ("eltwise_simd.c",), tuple(arrays), kernel_name="ews_mul0_s8",
+        return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
+                          kernel_name="edgenn_mul_s8_dsp",
                           comment=comment)
 
 

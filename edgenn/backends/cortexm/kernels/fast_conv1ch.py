@@ -2,7 +2,7 @@
 
 CMSIS-NN has no special path here and spends most of a first layer's time on im2col; the
 general DSP conv pads each 9-tap patch into a 4-channel-group loop. This kernel (C side
-``c/fast_conv1ch.c``) gathers each output row's taps once into int16 pairs, then runs
+``c/edgenn_conv_s8_1ch_dsp.c``) gathers each output row's taps once into int16 pairs, then runs
 channel by channel with the channel's packed weights and requantization constants held in
 registers: per output ceil(KH*KW/2) SMLADs (5 for 3x3) and a short requantization.
 
@@ -54,7 +54,7 @@ def conv1ch_records(p: ConvParams, fast: int) -> np.ndarray:
 
 
 def conv1ch_args(p: ConvParams, fast: int) -> list[int]:
-    """Integer arguments of fast_conv1ch_s8 after (in, out, scratch, w, quant)."""
+    """Integer arguments of edgenn_conv_s8_1ch_dsp after (in, out, scratch, w, quant)."""
     return [p.in_h, p.in_w, p.out_h, p.out_w, p.out_c, p.k_h, p.k_w, p.stride_h, p.stride_w,
             p.pad_t, p.pad_l, p.in_zp, p.out_zp, p.act_min, p.act_max, fast]
 
@@ -67,8 +67,8 @@ class FastConv1Ch:
     """Conv2D with one input channel: row-gathered taps, channel-stationary SMLAD."""
 
     op = "Conv2D"
-    priority = 20  # above edgenn_conv_dsp_s8 (10)
-    name = "fast_conv1ch_s8"
+    priority = 20  # above edgenn_conv_s8_dsp (10)
+    name = "edgenn_conv_s8_1ch_dsp"
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
@@ -85,9 +85,9 @@ class FastConv1Ch:
         p = conv_params(node, graph)
         fast = conv1ch_mode(p)
         return KernelCall(
-            call="fast_conv1ch_s8({in0}, {out0}, {scratch}, {w}, {quant}, "
+            call="edgenn_conv_s8_1ch_dsp({in0}, {out0}, {scratch}, {w}, {quant}, "
             + args(*conv1ch_args(p, fast)) + ");",
-            sources=("fast_conv1ch.c",),
+            sources=("edgenn_conv_s8_1ch_dsp.c",),
             arrays=(CArray("w", "uint32_t", pack_conv1ch_weights(p.w, 2 if fast else 1)),
                     CArray("quant", "int32_t", conv1ch_records(p, fast))),
             scratch_bytes=conv1ch_scratch(p),

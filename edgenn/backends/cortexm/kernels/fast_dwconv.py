@@ -1,6 +1,6 @@
 """Fast int8 depthwise Conv2D (depth multiplier 1) on DSP cores (Cortex-M4/M7).
 
-C side ``c/fast_dwconv.c``: NHWC puts 4 adjacent channels in one word; SXTB16 (and SXTB16
+C side ``c/edgenn_dwconv_s8_dsp.c``: NHWC puts 4 adjacent channels in one word; SXTB16 (and SXTB16
 ROR 8) splits it into the int16 pairs (c, c+2) and (c+1, c+3), and SMLABB/SMLATT multiply
 each half by its own channel's weight. Per tap and 4 channels: one input word, two weight
 words, two SXTB16, four single-cycle multiplies. Windows wholly inside the input run an
@@ -63,7 +63,7 @@ def dw_records(p: ConvParams, fast: int) -> np.ndarray:
 
 
 def dw_args(p: ConvParams, fast: int) -> list[int]:
-    """Integer arguments of fast_dwconv_s8 after (in, out, scratch, wpack, quant)."""
+    """Integer arguments of edgenn_dwconv_s8_dsp after (in, out, scratch, wpack, quant)."""
     return [p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.k_h, p.k_w, p.stride_h, p.stride_w,
             p.pad_t, p.pad_l, p.in_zp, p.out_zp, p.act_min, p.act_max, fast]
 
@@ -92,7 +92,7 @@ class FastDepthwiseConv:
 
     op = "Conv2D"
     priority = 10  # above the portable edgenn_dwconv_s8 (0)
-    name = "fast_dwconv_s8"
+    name = "edgenn_dwconv_s8_dsp"
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
@@ -102,9 +102,9 @@ class FastDepthwiseConv:
         p = conv_params(node, graph)
         fast = dw_mode(p)
         return KernelCall(
-            call="fast_dwconv_s8({in0}, {out0}, {scratch}, {w}, {quant}, "
+            call="edgenn_dwconv_s8_dsp({in0}, {out0}, {scratch}, {w}, {quant}, "
             + args(*dw_args(p, fast)) + ");",
-            sources=("fast_dwconv.c",),
+            sources=("edgenn_dwconv_s8_dsp.c",),
             arrays=(CArray("w", "uint32_t", pack_dw_weights(p.w, 2 if fast else 1)),
                     CArray("quant", "int32_t", dw_records(p, fast))),
             scratch_bytes=dw_scratch(p),

@@ -1,6 +1,6 @@
 """Fast int8 FullyConnected for DSP cores (Cortex-M4/M7): 4 rows x SMLAD, input expanded once.
 
-The C side is ``c/fast_fc.c``. Generation-time work, so the inner loop is loads and SMLADs:
+The C side is ``c/edgenn_fc_s8_dsp.c``. Generation-time work, so the inner loop is loads and SMLADs:
 
 * the input is expanded at run time once per inference into int16 pairs in SXTB16 order (a
   word of bytes b0 b1 b2 b3 gives the pairs (b0, b2), (b1, b3)); the weights are permuted
@@ -78,7 +78,7 @@ class FastFullyConnected:
 
     op = "FullyConnected"
     priority = 10
-    name = "fast_fc_s8"
+    name = "edgenn_fc_s8_dsp"
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
@@ -91,11 +91,11 @@ class FastFullyConnected:
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         arrays, call_args = fc_plan(node, graph)
         depth, cout = call_args[1], call_args[3]
-        call = ("fast_fc_s8({in0}, {out0}, {scratch}, {w}, {bias}, {mult}, {shift}, "
+        call = ("edgenn_fc_s8_dsp({in0}, {out0}, {scratch}, {w}, {bias}, {mult}, {shift}, "
                 + args(*call_args) + ");")
         return KernelCall(
             call=call,
-            sources=("fast_fc.c",),
+            sources=("edgenn_fc_s8_dsp.c",),
             arrays=arrays,
             scratch_bytes=4 * fc_pairs(depth),
             kernel_name=self.name,

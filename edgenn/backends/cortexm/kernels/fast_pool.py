@@ -1,10 +1,10 @@
 """Fast int8 MaxPool2D for DSP cores: 4 channels per 32-bit word, SSUB8 + SEL per tap.
 
-The C side is ``c/fast_pool.c``; it matches when the channel count is a multiple of 4 (so
-every pixel's channels are whole words). Windows are clipped at the borders exactly as TFLite
-Micro's reference MaxPool does; the fused activation clamps with the same SIMD max/min, and
-the requantization TFLite applies when input and output quantization differ is appended as in
-the portable kernel.
+The C side is ``c/edgenn_maxpool_s8_dsp.c``; it matches when the channel count is a multiple of
+4 (so every pixel's channels are whole words). Windows are clipped at the borders exactly as
+TFLite Micro's reference MaxPool does; the fused activation clamps with the same SIMD max/min,
+and the requantization TFLite applies when input and output quantization differ is appended as
+in the portable kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from edgenn.ir import Graph, Node
 
 
 def maxpool_args(node: Node, graph: Graph) -> list[int]:
-    """Integer arguments of fast_maxpool_s8 after (in, out)."""
+    """Integer arguments of edgenn_maxpool_s8_dsp after (in, out)."""
     layer = ref_layer(node, graph)
     _, h, w, c = graph.tensor(node.inputs[0]).shape
     return [h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides, layer.pads[0],
@@ -29,7 +29,7 @@ class FastMaxPool:
 
     op = "MaxPool2D"
     priority = 10
-    name = "fast_maxpool_s8"
+    name = "edgenn_maxpool_s8_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):
@@ -40,9 +40,10 @@ class FastMaxPool:
         layer = ref_layer(node, graph)
         _, h, w, c = graph.tensor(node.inputs[0]).shape
         n = layer.oh * layer.ow * c
-        call = (f"fast_maxpool_s8({{in0}}, {{out0}}, {args(*maxpool_args(node, graph))});"
+        call = (f"edgenn_maxpool_s8_dsp({{in0}}, {{out0}}, {args(*maxpool_args(node, graph))});"
                 + requant_tail(layer, "{out0}", n))
-        return KernelCall(call, ("fast_pool.c", "edgenn_unary_s8.c"), kernel_name=self.name,
+        return KernelCall(call, ("edgenn_maxpool_s8_dsp.c", "edgenn_unary_s8.c"),
+                          kernel_name=self.name,
                           comment=f"{h}x{w}x{c} -> {layer.oh}x{layer.ow}x{c}, SIMD max x4")
 
 

@@ -1,4 +1,6 @@
-"""Cortex-M kernel of FusedConvChain: conv chains over row rings (C side ``c/fused_chain.c``).
+"""Cortex-M kernel of FusedConvChain: conv chains over row rings.
+
+C side: ``c/edgenn_fused_chain_s8_dsp.c``.
 
 The intermediate maps of a fused chain never exist: member k reads a ring of KH_k rows that
 member k-1 fills on demand. Generation-time layout (this module) and its reasons:
@@ -39,9 +41,10 @@ from edgenn.ir import DType, Graph, Node, Tensor
 
 VARIANT_CODES = {"ring_modulo": 0, "ring_hoisted": 1, "ring_hoisted_pair": 2}
 KIND_GENERAL, KIND_ONE_CHANNEL, KIND_DEPTHWISE = 0, 1, 2
-META_HEADER, META_FIELDS = 8, 32  # fused_chain.h FUSED_META_HEADER / FUSED_META_FIELDS
+# edgenn_fused_chain_s8_dsp.h FUSED_META_HEADER / FUSED_META_FIELDS
+META_HEADER, META_FIELDS = 8, 32
 MAX_KH, MAX_MEMBERS = 16, 16  # FUSED_MAX_KH / FUSED_MAX_MEMBERS
-# the order of the FM_* enum in fused_chain.c
+# the order of the FM_* enum in edgenn_fused_chain_s8_dsp.c
 MEMBER_FIELDS = ("in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "kh", "kw", "sh", "sw",
                  "pad_t", "pad_l", "kind", "fast", "out_zp", "act_lo", "act_hi", "in_zp",
                  "ring_off", "ring_rows", "ring_wp", "w_off", "q_off", "kp", "tp", "dw_mult")
@@ -198,7 +201,7 @@ class FusedChainKernel:
 
     op = "FusedConvChain"
     priority = 10
-    name = "fused_chain_s8"
+    name = "edgenn_fused_chain_s8_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         x = graph.tensor(node.inputs[0])
@@ -210,8 +213,8 @@ class FusedChainKernel:
         variant = str(node.attr("variant", "ring_hoisted_pair"))
         names = ",".join(m.name for m in node.attr("members"))
         return KernelCall(
-            call="fused_chain_s8({in0}, {out0}, {scratch}, {meta}, {w}, {quant});",
-            sources=("fused_chain.c",),
+            call="edgenn_fused_chain_s8_dsp({in0}, {out0}, {scratch}, {meta}, {w}, {quant});",
+            sources=("edgenn_fused_chain_s8_dsp.c",),
             arrays=(CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
                     CArray("quant", "int32_t", plan.quant)),
             scratch_bytes=plan.scratch_bytes,

@@ -1,11 +1,11 @@
 """Fast int8 pointwise (1x1) Conv2D for DSP cores: generated, shape-specialised SMLAD code.
 
 A 1x1 convolution is a GEMM: out[p, c] = bias[c] + sum_k x[p, k] * w[c, k]. Per pair of output
-pixels the two input pixels are widened once (run time, ``c/pointwise.h``) into doubled int16
-pairs in SXTB16 order (a word b0 b1 b2 b3 gives (b0, b2), (b1, b3)), interleaved pixel by
-pixel in a small scratch. Then every group of 4 output channels runs a block of 2 pixels x 4
-channels = 8 accumulators, emitted here as inline assembly unrolled over this layer's Cin (any
-Cin: the pair list covers tails), followed by the requantization and the byte stores.
+pixels the two input pixels are widened once (run time, ``c/edgenn_conv_s8_1x1_dsp.h``) into
+doubled int16 pairs in SXTB16 order (a word b0 b1 b2 b3 gives (b0, b2), (b1, b3)), interleaved
+pixel by pixel in a small scratch. Then every group of 4 output channels runs a block of 2
+pixels x 4 channels = 8 accumulators, emitted here as inline assembly unrolled over this layer's
+Cin (any Cin: the pair list covers tails), followed by the requantization and the byte stores.
 
 Weights stay int8 (one word = 4 weights) and are split in registers with ONE SXTB16 per word:
 a word holds, for a k-pair (k0, k1) and a channel pair (A, B), the bytes
@@ -545,7 +545,7 @@ def generate_code(plan: Plan) -> str:
         lines.append("                const int ch = 4 * g + c;")
         for pix, accoff, ooff in (("a", 0, 0), ("b", 4, cout)):
             lines.append(
-                f"                op[4 * g + c + {ooff}] = (int8_t)fast_requant("
+                f"                op[4 * g + c + {ooff}] = (int8_t)edgenn_requant_s32("
                 f"acc[c + {accoff}] >> 1, mult[ch], shift[ch], {p.out_zp}, "
                 f"{p.act_min}, {p.act_max}); /* {pix} */")
         lines.append("            }")
@@ -699,24 +699,24 @@ static void __attribute__((noinline, unused)) pwc_widen(const int8_t *s, uint32_
     }
     e = s + (cin & 12);
     for (; s != e; s += 4, p += 4) {
-        uint32_t v = fast_load32(s), t;
+        uint32_t v = edgenn_load32(s), t;
         __asm__("sxtb16 %0, %1\n\tsxtb16 %1, %1, ror #8\n\tsadd16 %0, %0, %0\n\t"
                 "sadd16 %1, %1, %1" : "=&r"(t), "+r"(v));
         p[0] = t;
         p[2] = v;
-        c = fast_smlad(t, k, c);
-        c = fast_smlad(v, k, c);
+        c = edgenn_smlad(t, k, c);
+        c = edgenn_smlad(v, k, c);
     }
     const int r = cin & 3;
     if (r) { /* pair_plan's tail: (b, b+2) or (b, -), then (b+1, -) */
         uint32_t t = ((uint32_t)(2 * (int32_t)s[0]) & 0xFFFFu)
                      | (r == 3 ? (uint32_t)(2 * (int32_t)s[2]) << 16 : 0u);
         p[0] = t;
-        c = fast_smlad(t, k, c);
+        c = edgenn_smlad(t, k, c);
         if (r >= 2) {
             t = (uint32_t)(2 * (int32_t)s[1]) & 0xFFFFu;
             p[2] = t;
-            c = fast_smlad(t, k, c);
+            c = edgenn_smlad(t, k, c);
         }
     }
     d[0] = (uint32_t)c;
@@ -849,7 +849,7 @@ class PointwiseConv:
 
     op = "Conv2D"
     priority = 30
-    name = "pointwise_s8"
+    name = "edgenn_conv_s8_1x1_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         return _claims(node, graph, core)
@@ -861,7 +861,7 @@ class PointwiseConv:
         return prepare_plan(plan, self.name)
 
 
-def prepare_plan(plan: Plan, name: str = "pointwise_s8") -> KernelCall:
+def prepare_plan(plan: Plan, name: str = "edgenn_conv_s8_1x1_dsp") -> KernelCall:
     """The KernelCall of a plan (tests force modes through here)."""
     p = plan.p
     arrays = [CArray("w", "uint32_t", pack_stream(plan))]
@@ -874,7 +874,7 @@ def prepare_plan(plan: Plan, name: str = "pointwise_s8") -> KernelCall:
         call=compact_call(plan) if plan.compact else
         "{prefix}_run({in0}, {out0}, (uint32_t *){scratch}, {w}"
         + ("" if plan.mode else ", {mult}, {shift}") + ");",
-        sources=("pointwise.h",),
+        sources=("edgenn_conv_s8_1x1_dsp.h",),
         arrays=tuple(arrays),
         scratch_bytes=scratch_bytes(plan),
         kernel_name=name,

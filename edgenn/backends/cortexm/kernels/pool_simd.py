@@ -1,8 +1,8 @@
 """Fast int8 AvgPool2D and Mean for DSP cores: SXTAB16 window sums, no division instruction.
 
-The C side is ``c/pool_simd.c`` / ``.h``. Any channel count (16 channels per pass in eight
-SXTAB16 accumulators, then 4, then single channels), any window, stride and padding (windows
-clipped at the borders as TFLite Micro's reference AveragePool; ``count_include_pad`` only
+The C side is ``c/edgenn_avgpool_s8_dsp.c`` / ``.h``. Any channel count (16 channels per pass
+in eight SXTAB16 accumulators, then 4, then single channels), any window, stride and padding
+(windows clipped at the borders as TFLite Micro's reference AveragePool; ``count_include_pad`` only
 without padding, where it changes nothing). The average is TFLite's ``(s +- n/2) / n`` with
 truncation, i.e. rounding half away from zero; the kernel replaces the division with
 ``umulhi(s + bias + (s < 0 ? fix : 0), magic) - 256``, and :func:`avg_records` checks that
@@ -13,7 +13,7 @@ activation clamps, and the requantization TFLite applies when input and output q
 differ is appended as in the portable kernel.
 
 Global pools (one window over the whole input, at most 256 taps) get a function generated per
-layer (``ps_global_pool`` in ``pool_simd.h``: channel and tap counts and the division
+layer (``ps_global_pool`` in ``edgenn_avgpool_s8_dsp.h``: channel and tap counts and the division
 constants as immediates, two taps per iteration with back-to-back loads). Mean over H and W
 (the other way TFLite writes a global average) uses the same code with TFLite's exact
 requantization of ``sum - in_zp * count`` per channel instead of the division.
@@ -87,7 +87,7 @@ class AvgPoolSimd:
 
     op = "AvgPool2D"
     priority = 30
-    name = "pool_simd_avg_s8"
+    name = "edgenn_avgpool_s8_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):
@@ -115,15 +115,16 @@ class AvgPoolSimd:
             final = (f"{{{magic}u, {bias}, {fix}, {act}, {layer.lo}, {layer.hi}, "
                      "0, 0, 0, 0, 0}")
             code = global_pool_code(c, taps, final)
-            return KernelCall("{prefix}_gap({in0}, {out0});" + tail, ("pool_simd.h",
+            return KernelCall("{prefix}_gap({in0}, {out0});" + tail, ("edgenn_avgpool_s8_dsp.h",
                                                                       "edgenn_unary_s8.c"),
-                              kernel_name="pool_simd_gap_s8", comment=comment + ", global",
+                              kernel_name="edgenn_avgpool_s8_global_dsp",
+                              comment=comment + ", global",
                               code=code)
         geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
                         layer.pads[0], layer.pads[1])
-        call = (f"pool_simd_avg_s8({{in0}}, {{out0}}, {{scratch}}, {geometry}, {{records}}, "
+        call = (f"edgenn_avgpool_s8_dsp({{in0}}, {{out0}}, {{scratch}}, {geometry}, {{records}}, "
                 f"{args(layer.lo, layer.hi)});" + tail)
-        return KernelCall(call, ("pool_simd.c", "edgenn_unary_s8.c"),
+        return KernelCall(call, ("edgenn_avgpool_s8_dsp.c", "edgenn_unary_s8.c"),
                           (CArray("records", "int32_t", i32(records)),),
                           # the int32 row of sums only serves windows summed in passes
                           scratch_bytes=4 * c if int(records[:, 0].max()) > MAX_PASS else 0,
@@ -138,7 +139,7 @@ class MeanSimd:
 
     op = "Mean"
     priority = 30
-    name = "pool_simd_mean_s8"
+    name = "edgenn_mean_s8_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int8(node, graph):
@@ -151,10 +152,10 @@ class MeanSimd:
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = ref_layer(node, graph)
         _, h, w, c = graph.tensor(node.inputs[0]).shape
-        # why no proof needed: the exact requantization (fast_requant) of the int32 sum
+        # why no proof needed: the exact requantization (edgenn_requant_s32) of the int32 sum
         final = (f"{{0u, 0, 0, 0, -128, 127, 1, {layer.in_zp * layer.count}, {layer.mult}, "
                  f"{layer.shift}, {layer.out_zp}}}")
-        return KernelCall("{prefix}_gap({in0}, {out0});", ("pool_simd.h",),
+        return KernelCall("{prefix}_gap({in0}, {out0});", ("edgenn_avgpool_s8_dsp.h",),
                           kernel_name=self.name, comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
                           code=global_pool_code(c, h * w, final))
 

@@ -1,7 +1,7 @@
 """A prepared host operator: compiled kernel, packed weights, plan; runnable from Python.
 
 ``prepare(node, graph, config)`` generates the C, compiles it through
-:mod:`edgenn.backends.host.compiler` (content-hash cached) and packs the weights once.
+:mod:`edgenn.cc` (content-hash cached) and packs the weights once.
 ``run_partition`` calls the ABI entry point on one range of output partitions, which is
 what the thread pool does from C; ``run`` computes the whole output on this thread.
 """
@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.host.compiler import Source, load_library
 from edgenn.backends.host.kernels.config import HostKernelConfig
 from edgenn.backends.host.kernels.generate import generate
 from edgenn.backends.host.kernels.generated import Generated, HostPlan
 from edgenn.backends.host.kernels.isa import Isa, runnable
 from edgenn.backends.host.kernels.packing import aligned_zeros
+from edgenn.cc import Source, load_library
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import Graph, Node
 

@@ -5,7 +5,7 @@ the device does), the weights ``w[n_pairs, d]`` and bias ``b[n_pairs]`` (float32
 the initial values; the layer trains its own copies, :attr:`SVM.weight` and
 :attr:`SVM.bias`). Attributes: ``classes`` (the labels, in pair order), ``buffer_capacity``,
 ``C``, ``tol``, ``max_iter``, ``carry`` and ``carry_limit`` (see
-:mod:`edgenn.train.svm.buffer`).
+:mod:`edgenn.svm.buffer`).
 
 Output: float32 ``[N, n_classes]``, scikit-learn's "ovr" decision of the pairs: votes plus
 the summed pair confidences squashed into (-1/3, 1/3). Its argmax is a class with the most
@@ -25,9 +25,9 @@ import numpy.typing as npt
 from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
-from edgenn.train.svm.buffer import BatchReport, TrainingBuffer
-from edgenn.train.svm.errors import SvmDataError
-from edgenn.train.svm.ovo import ovr_decision
+from edgenn.svm.buffer import BatchReport, TrainingBuffer
+from edgenn.svm.errors import SvmDataError
+from edgenn.svm.ovo import ovr_decision
 
 
 @register("SVM", DType.FLOAT32, DType.INT8)

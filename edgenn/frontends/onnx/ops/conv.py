@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from onnx import NodeProto
@@ -10,6 +9,7 @@ from onnx import NodeProto
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.registry import converter
 from edgenn.ir import Activation
+from edgenn.ir.padding import SAME, pad_1d
 
 Pads = tuple[int, int, int, int]
 
@@ -29,9 +29,7 @@ def spatial_pads(ctx: Context, in_hw: Sequence[int], kernel: Sequence[int],
         raise ctx.fail(f"auto_pad {auto!r} is not supported")
     begin, end = [], []
     for size, k, s, d in zip(in_hw, kernel, strides, dilations, strict=True):
-        out = math.ceil(size / s)
-        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-        small, big = total // 2, total - total // 2
+        small, big = pad_1d(SAME, size, k, s, d)
         # SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the beginning
         begin.append(small if auto == "SAME_UPPER" else big)
         end.append(big if auto == "SAME_UPPER" else small)

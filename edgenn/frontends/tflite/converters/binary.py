@@ -3,12 +3,11 @@ SQUARED_DIFFERENCE and PRELU (ADD and MUL are in ``core.py``)."""
 
 from __future__ import annotations
 
-import tflite
-
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import converter, output_name
 from edgenn.ir import Node
+from edgenn.ir.tflite_enums import OP
 
 # builtin operator -> (IR operator, whether TFLite fuses an activation into it)
 _BINARY = {
@@ -19,7 +18,7 @@ _BINARY = {
     "SQUARED_DIFFERENCE": ("SquaredDifference", False),
     "PRELU": ("PRelu", False),
 }
-_BY_CODE = {int(getattr(tflite.BuiltinOperator, k)): v for k, v in _BINARY.items()}
+_BY_CODE = {int(getattr(OP, k)): v for k, v in _BINARY.items()}
 
 
 @converter(*_BINARY)

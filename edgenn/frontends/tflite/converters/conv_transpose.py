@@ -10,15 +10,16 @@ only its leading part: output pixel ``iy * stride + ky - pad``. The IR's ``pads`
 from __future__ import annotations
 
 from edgenn.frontends.tflite.builder import Builder
-from edgenn.frontends.tflite.padding import pad_1d
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import (
     converter,
     need_options,
     optional_input_name,
     output_name,
+    same_padding,
 )
 from edgenn.ir import DType, Node
+from edgenn.ir.padding import pad_1d
 
 
 def _crop(full: int, before: int, out: int) -> tuple[int, int]:
@@ -40,9 +41,7 @@ def transpose_conv(b: Builder, op: RawOperator) -> None:
     if tuple(int(d) for d in shape) != declared.shape:
         raise b.fail(op, f"output shape operand {shape.tolist()} differs from the output "
                          f"tensor's {list(declared.shape)}")
-    padding = int(op.options["padding"])
-    if padding not in (0, 1):
-        raise b.fail(op, f"unknown padding type {padding}")
+    same = same_padding(b, op)
     strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
     if min(strides) < 1:
         raise b.fail(op, f"stride is {min(strides)}")
@@ -53,8 +52,8 @@ def transpose_conv(b: Builder, op: RawOperator) -> None:
                                 "(TFLite Micro takes int64 or int16)")
     _, kh, kw, _ = w.shape
     _, oh, ow, _ = declared.shape
-    top = pad_1d(padding, oh, kh, strides[0], 1)[0]
-    left = pad_1d(padding, ow, kw, strides[1], 1)[0]
+    top = pad_1d(same, oh, kh, strides[0])[0]
+    left = pad_1d(same, ow, kw, strides[1])[0]
     full_h, full_w = (x.shape[1] - 1) * strides[0] + kh, (x.shape[2] - 1) * strides[1] + kw
     if full_h > oh + kh or full_w > ow + kw:
         # why: SAME and VALID both crop at most a kernel's size from the full scatter; more

@@ -5,22 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.frontends.tflite.builder import Builder
-from edgenn.frontends.tflite.padding import explicit_pads
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import (
     converter,
     need_options,
     optional_input_name,
     output_name,
+    same_padding,
 )
 from edgenn.ir import Activation, DType, Node
-
-# tflite.BuiltinOperator codes
-ADD, AVERAGE_POOL_2D, CONCATENATION, CONV_2D, DEPTHWISE_CONV_2D, DEQUANTIZE = 0, 1, 2, 3, 4, 6
-FULLY_CONNECTED, LOCAL_RESPONSE_NORMALIZATION, LOGISTIC, MAX_POOL_2D, MUL = 9, 13, 14, 17, 18
-RELU, RELU6, RESHAPE, SOFTMAX, TANH, PAD, TRANSPOSE, MEAN = 19, 21, 22, 25, 28, 34, 39, 40
-SQUEEZE, PADV2, QUANTIZE = 43, 60, 114
-
+from edgenn.ir.padding import explicit_pads
+from edgenn.ir.tflite_enums import OP
 
 _out = output_name
 _opt_in = optional_input_name
@@ -43,13 +38,6 @@ def _window_fits(b: Builder, op: RawOperator, hw: tuple[int, ...], kernel: tuple
             raise b.fail(op, f"window {k} (dilation {d}) is implausible for input size {size}")
 
 
-def _padding(b: Builder, op: RawOperator) -> int:
-    padding = int(op.options["padding"])
-    if padding not in (0, 1):
-        raise b.fail(op, f"unknown padding type {padding}")
-    return padding
-
-
 # -- convolutions and dense ----------------------------------------------------------------
 def _conv_like(
     b: Builder, op: RawOperator, weights: str, groups: int, kernel: tuple[int, int]
@@ -61,7 +49,7 @@ def _conv_like(
     dilations = (int(op.options["dilation_h"]), int(op.options["dilation_w"]))
     _positive(b, op, stride=min(strides), dilation=min(dilations))
     _window_fits(b, op, x.shape[1:3], kernel, dilations)
-    pads = explicit_pads(_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides, dilations)
+    pads = explicit_pads(same_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides, dilations)
     b.emit(Node(
         b.op_name(op), "Conv2D", (x.name, weights, _opt_in(b, op, 2)), (_out(b, op),),
         {"strides": strides, "dilations": dilations, "pads": pads, "groups": groups,
@@ -69,7 +57,7 @@ def _conv_like(
     ))
 
 
-@converter(CONV_2D)
+@converter(OP.CONV_2D)
 def conv_2d(b: Builder, op: RawOperator) -> None:
     _need_options(b, op, "padding", "stride_h", "stride_w", "dilation_h", "dilation_w")
     x, w = b.input(op, 0), b.input(op, 1)
@@ -80,7 +68,7 @@ def conv_2d(b: Builder, op: RawOperator) -> None:
     _conv_like(b, op, w.name, x.shape[3] // w.shape[3], (w.shape[1], w.shape[2]))
 
 
-@converter(DEPTHWISE_CONV_2D)
+@converter(OP.DEPTHWISE_CONV_2D)
 def depthwise_conv_2d(b: Builder, op: RawOperator) -> None:
     _need_options(b, op, "padding", "stride_h", "stride_w", "dilation_h", "dilation_w")
     x, w_raw = b.input(op, 0), b.need(op, 1)
@@ -103,7 +91,7 @@ def depthwise_conv_2d(b: Builder, op: RawOperator) -> None:
     _conv_like(b, op, name, cin, (data.shape[1], data.shape[2]))
 
 
-@converter(FULLY_CONNECTED)
+@converter(OP.FULLY_CONNECTED)
 def fully_connected(b: Builder, op: RawOperator) -> None:
     if int(op.options.get("weights_format", 0)) != 0:
         raise b.unsupported(op, "FULLY_CONNECTED with shuffled weights is unsupported")
@@ -133,16 +121,16 @@ def fully_connected(b: Builder, op: RawOperator) -> None:
 
 
 # -- elementwise ---------------------------------------------------------------------------
-@converter(ADD, MUL)
+@converter(OP.ADD, OP.MUL)
 def add_mul(b: Builder, op: RawOperator) -> None:
-    kind = "Add" if op.opcode == ADD else "Mul"
+    kind = "Add" if op.opcode == OP.ADD else "Mul"
     a, c = b.input(op, 0), b.input(op, 1)
     b.emit(Node(b.op_name(op), kind, (a.name, c.name), (_out(b, op),),
                 {"activation": b.activation(op)}))
 
 
-_UNARY = {RELU: "Relu", RELU6: "Relu6", LOGISTIC: "Sigmoid", TANH: "Tanh",
-          QUANTIZE: "Quantize", DEQUANTIZE: "Dequantize"}
+_UNARY = {OP.RELU: "Relu", OP.RELU6: "Relu6", OP.LOGISTIC: "Sigmoid", OP.TANH: "Tanh",
+          OP.QUANTIZE: "Quantize", OP.DEQUANTIZE: "Dequantize"}
 
 
 @converter(*_UNARY)
@@ -150,7 +138,7 @@ def unary(b: Builder, op: RawOperator) -> None:
     x = b.input(op, 0)
     out = _out(b, op)
     attrs: dict[str, object] = {}
-    if op.opcode == QUANTIZE:
+    if op.opcode == OP.QUANTIZE:
         dtype = b.tensors[out].dtype
         if dtype not in (DType.INT8, DType.INT16):
             raise b.unsupported(op, f"QUANTIZE to {dtype.value} is unsupported")
@@ -159,11 +147,9 @@ def unary(b: Builder, op: RawOperator) -> None:
     b.emit(Node(b.op_name(op), _UNARY[op.opcode], (x.name,), (out,), attrs))
 
 
-@converter(SOFTMAX)
+@converter(OP.SOFTMAX)
 def softmax(b: Builder, op: RawOperator) -> None:
-    beta = float(op.options.get("beta", 1.0))
-    if not np.isfinite(beta):
-        raise b.fail(op, f"softmax beta is {beta}")
+    beta = float(op.options.get("beta", 1.0))  # a NaN fails in the IR's attribute check
     x, out = b.input(op, 0), _out(b, op)
     attrs: dict[str, object] = {"beta": beta}
     if b.tensors[out].dtype != x.dtype:  # int8 -> int16, as TFLM allows
@@ -171,7 +157,7 @@ def softmax(b: Builder, op: RawOperator) -> None:
     b.emit(Node(b.op_name(op), "Softmax", (x.name,), (out,), attrs))
 
 
-@converter(LOCAL_RESPONSE_NORMALIZATION)
+@converter(OP.LOCAL_RESPONSE_NORMALIZATION)
 def local_response_normalization(b: Builder, op: RawOperator) -> None:
     _need_options(b, op, "radius", "bias", "alpha", "beta")
     attrs = {k: float(op.options[k]) for k in ("bias", "alpha", "beta")}
@@ -180,7 +166,7 @@ def local_response_normalization(b: Builder, op: RawOperator) -> None:
 
 
 # -- pooling and reductions ----------------------------------------------------------------
-@converter(MAX_POOL_2D, AVERAGE_POOL_2D)
+@converter(OP.MAX_POOL_2D, OP.AVERAGE_POOL_2D)
 def pool_2d(b: Builder, op: RawOperator) -> None:
     _need_options(b, op, "padding", "stride_h", "stride_w", "filter_h", "filter_w")
     x = b.input(op, 0)
@@ -190,17 +176,17 @@ def pool_2d(b: Builder, op: RawOperator) -> None:
     strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
     _positive(b, op, filter=min(kernel), stride=min(strides))
     _window_fits(b, op, x.shape[1:3], kernel)
-    pads = explicit_pads(_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides)
+    pads = explicit_pads(same_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides)
     attrs: dict[str, object] = {"kernel": kernel, "strides": strides, "pads": pads,
                                 "activation": b.activation(op)}
     kind = "MaxPool2D"
-    if op.opcode == AVERAGE_POOL_2D:
+    if op.opcode == OP.AVERAGE_POOL_2D:
         kind = "AvgPool2D"
         attrs["count_include_pad"] = False  # TFLite divides by the in-bounds count
     b.emit(Node(b.op_name(op), kind, (x.name,), (_out(b, op),), attrs))
 
 
-@converter(MEAN)
+@converter(OP.MEAN)
 def mean(b: Builder, op: RawOperator) -> None:
     x = b.input(op, 0)
     axes_data = b.const_array(op, 1, "MEAN axes").reshape(-1)
@@ -213,7 +199,7 @@ def mean(b: Builder, op: RawOperator) -> None:
 
 
 # -- shape and layout ----------------------------------------------------------------------
-@converter(RESHAPE, SQUEEZE)
+@converter(OP.RESHAPE, OP.SQUEEZE)
 def reshape(b: Builder, op: RawOperator) -> None:
     # why: the declared output shape is static and complete; the shape operand may hold -1
     x = b.input(op, 0)
@@ -221,14 +207,14 @@ def reshape(b: Builder, op: RawOperator) -> None:
     b.emit(Node(b.op_name(op), "Reshape", (x.name,), (out,), {"shape": b.tensors[out].shape}))
 
 
-@converter(TRANSPOSE)
+@converter(OP.TRANSPOSE)
 def transpose(b: Builder, op: RawOperator) -> None:
     x = b.input(op, 0)
     perm = tuple(int(p) for p in b.const_array(op, 1, "TRANSPOSE permutation").reshape(-1))
     b.emit(Node(b.op_name(op), "Transpose", (x.name,), (_out(b, op),), {"perm": perm}))
 
 
-@converter(CONCATENATION)
+@converter(OP.CONCATENATION)
 def concatenation(b: Builder, op: RawOperator) -> None:
     _need_options(b, op, "axis")
     if b.activation(op) != Activation.NONE:
@@ -243,7 +229,7 @@ def concatenation(b: Builder, op: RawOperator) -> None:
     b.emit(Node(b.op_name(op), "Concat", tuple(xs), (_out(b, op),), {"axis": axis % rank}))
 
 
-@converter(PAD, PADV2)
+@converter(OP.PAD, OP.PADV2)
 def pad(b: Builder, op: RawOperator) -> None:
     x = b.input(op, 0)
     paddings = b.const_array(op, 1, "paddings")
@@ -252,7 +238,7 @@ def pad(b: Builder, op: RawOperator) -> None:
     pads = tuple((int(lo), int(hi)) for lo, hi in paddings)
     # ``value`` is the real value padded in; TFLite's PAD pads real 0 (the zero point)
     value = 0.0
-    if op.opcode == PADV2 and b.raw_tensor(op, 2) is not None:
+    if op.opcode == OP.PADV2 and b.raw_tensor(op, 2) is not None:
         const = b.const_array(op, 2, "pad value").reshape(-1)
         if const.size != 1:
             raise b.fail(op, f"pad value has {const.size} elements")

@@ -10,12 +10,11 @@ then a ``Concat`` and EXPAND_DIMS a ``Reshape``.
 
 from __future__ import annotations
 
-import tflite
-
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import converter, output_name
 from edgenn.ir import DType, Node, Tensor
+from edgenn.ir.tflite_enums import OP
 
 
 def _vector(b: Builder, op: RawOperator, slot: int, what: str, count: int) -> list[int]:
@@ -267,7 +266,7 @@ def gather(b: Builder, op: RawOperator) -> None:
 def block_move(b: Builder, op: RawOperator) -> None:
     if "block_size" not in op.options:
         raise b.fail(op, "operator options are missing")
-    kind = "SpaceToDepth" if op.opcode == tflite.BuiltinOperator.SPACE_TO_DEPTH else \
+    kind = "SpaceToDepth" if op.opcode == OP.SPACE_TO_DEPTH else \
         "DepthToSpace"
     block = int(op.options["block_size"])
     if block < 1:

@@ -6,6 +6,8 @@ holding the state an inference starts from (see ``Builder._make_tensor``).
 
 from __future__ import annotations
 
+import tflite
+
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import (
@@ -17,7 +19,7 @@ from edgenn.frontends.tflite.registry import (
 from edgenn.ir import DType, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, LSTM_OPERANDS
 
-_TANH = 4  # tflite.ActivationFunctionType.TANH
+_TANH = tflite.ActivationFunctionType.TANH
 # Files written before layer normalization existed have 20 LSTM operands.
 _LSTM_OPERAND_COUNTS = (20, len(LSTM_OPERANDS))
 

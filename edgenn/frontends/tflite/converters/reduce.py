@@ -6,12 +6,11 @@ Axis, axes and size operands must be constants (they become attributes).
 
 from __future__ import annotations
 
-import tflite
-
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import converter, output_name
 from edgenn.ir import Activation, DType, Node
+from edgenn.ir.tflite_enums import OP
 
 _REDUCERS = {"REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin", "SUM": "ReduceSum"}
 _ARGS = {"ARG_MAX": "ArgMax", "ARG_MIN": "ArgMin"}
@@ -19,7 +18,7 @@ _RESIZES = {"RESIZE_NEAREST_NEIGHBOR": "nearest", "RESIZE_BILINEAR": "linear"}
 
 
 def _by_code(table: dict[str, str]) -> dict[int, str]:
-    return {int(getattr(tflite.BuiltinOperator, name)): v for name, v in table.items()}
+    return {int(getattr(OP, name)): v for name, v in table.items()}
 
 
 _REDUCER_OF, _ARG_OF, _MODE_OF = _by_code(_REDUCERS), _by_code(_ARGS), _by_code(_RESIZES)
