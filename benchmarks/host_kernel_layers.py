@@ -20,7 +20,7 @@ jobs, wall time mostly measures who else is running. Totals:
 Results print as a table and go to benchmarks/results/host_kernel_layers.json. The machine
 is shared: compare ratios from one run, not absolute numbers across runs.
 
-    .venv/bin/python benchmarks/host_kernel_layers.py [--models resnet18,mobilenet_v2]
+    .venv/bin/python benchmarks/host_kernel_layers.py [--models resnet18,mobilenet_v2,...]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from edgenn.backends.ref import compile_ref
 from edgenn.frontends.onnx import load_onnx
 from edgenn.models.imagenet_zoo import alexnet, googlenet, vgg16
 from edgenn.models.zoo import mobilenet_v2, resnet18
+from edgenn.utils import atomic_write_bytes
 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "alexnet": alexnet,
           "vgg16": vgg16, "googlenet": googlenet}
@@ -148,17 +149,18 @@ def totals(layers: list[dict[str, Any]]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="resnet18,mobilenet_v2")
+    parser.add_argument("--models", default="resnet18,mobilenet_v2,alexnet,googlenet,vgg16")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--cache-dir", default=None, help="compiled-kernel cache directory")
     parser.add_argument("--json", default=str(OUT))
     args = parser.parse_args()
-    results: dict[str, Any] = {"isa": host_isa().name, "threads": 1, "models": {}}
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "isa": host_isa().name,
+                               "threads": 1, "onnxruntime": ort.__version__, "models": {}}
     for name in args.models.split(","):
         results["models"][name] = bench_model(name, args.repeats, args.cache_dir)
         report(name, results["models"][name])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(results, indent=1))
+    atomic_write_bytes(args.json, json.dumps(results, indent=1).encode())
 
 
 def report(name: str, res: dict[str, Any]) -> None:

@@ -173,6 +173,7 @@ def main() -> None:
     args = parser.parse_args()
     real = detect_topology()
     result: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"), "repeats": args.repeats,
         "topology": real.describe(), "emulation": EMULATION, "size": args.size,
         "note": "default kernel configuration per layer; emulated figures: LITTLE threads "
                 "busy-wait (1/c - 1) x their CPU time (threadpool.c); CPU critical path: per "

@@ -452,7 +452,8 @@ _STATE: dict[str, Any] = {}
 
 def save(args: argparse.Namespace, target_result: dict[str, Any], spec: str) -> None:
     _STATE.setdefault("targets", {})[spec] = target_result
-    result = {"config": {k: v for k, v in vars(args).items() if k != "work"},
+    result = {"date": time.strftime("%Y-%m-%d"),
+              "config": {k: v for k, v in vars(args).items() if k != "work"},
               "host_backend_version": code_version(),
               "machine_note": "2-core AMD EPYC VM shared with other jobs: timings are noisy; "
                               "compare ratios", **_STATE}

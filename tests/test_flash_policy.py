@@ -115,3 +115,27 @@ def test_compact_prefix_compacts_the_cheapest_layers_until_the_build_fits() -> N
     assert compact_prefix(base, compacted, 1300, measure_prefix) == {4, 3}
     assert len(probes) <= 3  # bisection, not one build per prefix
     assert compact_prefix(base, compacted, 1000, measure_prefix) == {0, 1, 2, 3, 4}
+
+
+VWW = Path(__file__).resolve().parents[2] / "shared" / "models" / "mlperf_tiny" / \
+    "vww_96_int8.tflite"
+
+
+@pytest.mark.skipif(not VWW.is_file() or shutil.which("arm-none-eabi-gcc") is None,
+                    reason="needs ../shared's MLPerf Tiny models and arm-none-eabi-gcc")
+def test_compile_measures_its_trial_builds_within_4_gib_of_address_space(
+        tmp_path: Path) -> None:
+    """Found by fuzzing: each trial build's emulator reserves a large translation buffer, and
+    holding all of them made unicorn exit the process ("Could not allocate dynamic translator
+    buffer") under a 4 GiB address-space limit."""
+    import subprocess
+    import sys
+
+    script = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+              "from edgenn.cli.main import main\n"
+              f"sys.exit(main(['compile', {str(VWW)!r}, '--target', 'cortex-m4', "
+              f"'-o', {str(tmp_path / 'fw')!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-500:]
+    assert (tmp_path / "fw" / "model.elf").is_file()

@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"  {family} #{f.index} {f.seed_file} {f.mutator} {f.command}: "
                           f"{f.outcome.value}: {last[:160]}", markup=False)
     if args.json:
-        doc = {"seconds": round(elapsed, 1), "commands": args.commands,
+        doc = {"date": time.strftime("%Y-%m-%d"), "mutants": args.n, "seed": args.seed,
+               "compile_every": args.compile_every, "seconds": round(elapsed, 1),
+               "commands": args.commands,
                "families": {f: r.to_json() for f, r in reports.items()}}
         text = json.dumps(doc, indent=1) + "\n"
         if args.json == "-":

@@ -47,7 +47,7 @@ def pages(root: Path = ROOT) -> list[Path]:
 def load(section: Section, results: Path = RESULTS) -> dict[str, Any]:
     path = results / section.json
     if not path.is_file():
-        raise EdgennError(f"{path}: not found; run benchmarks/{section.benchmark}.py")
+        raise EdgennError(f"{path}: not found; write it with {section.source.split('`')[3]}")
     return dict(json.loads(path.read_text()))
 
 

@@ -28,7 +28,7 @@ _SEED_GLOBS = (
     (_ROOT / "edgenn" / "models", "*.onnx"),
     (_ROOT / "tests" / "fixtures", "**/*.onnx"),
     (_ROOT / "tests" / "fixtures", "**/*.tflite"),
-    (Path("/work/shared/models/mlperf_tiny"), "*.tflite"),
+    (_ROOT.parent / "shared" / "models" / "mlperf_tiny", "*.tflite"),
 )
 # why a cap: every mutant is imported several times; big seeds only slow the campaign down
 MAX_SEED_BYTES = 400_000

@@ -7,10 +7,10 @@ trace each figure to the file and the benchmark that wrote it.
 
 from __future__ import annotations
 
-from doc_sections import cortexm, fusion, svm_device, vta
+from doc_sections import cortexm, fusion, host, robustness, svm_device, tuning, vta
 from doc_sections.common import Section
 
-SECTIONS: dict[str, Section] = {
-    s.name: s for mod in (fusion, cortexm, svm_device, vta) for s in mod.SECTIONS}
+MODULES = (fusion, cortexm, host, robustness, svm_device, tuning, vta)
+SECTIONS: dict[str, Section] = {s.name: s for mod in MODULES for s in mod.SECTIONS}
 
 __all__ = ["SECTIONS", "Section"]

@@ -15,6 +15,7 @@ class Section:
     name: str
     benchmark: str
     render: Callable[[dict[str, Any]], str]
+    command: str = ""  # how the JSON is written, when not `benchmarks/<benchmark>.py`
 
     @property
     def json(self) -> str:
@@ -23,8 +24,8 @@ class Section:
     @property
     def source(self) -> str:
         """The citation every rendered section carries."""
-        return (f"`benchmarks/results/{self.json}`, written by "
-                f"`.venv/bin/python benchmarks/{self.benchmark}.py`")
+        command = self.command or f".venv/bin/python benchmarks/{self.benchmark}.py"
+        return f"`benchmarks/results/{self.json}`, written by `{command}`"
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[Any]], left: int = 1) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -111,6 +112,13 @@ class CortexMExecutable:
                                   f"generic builds; this one is for {self.manifest['board']}")
             self._machine = Machine(self.elf, self.manifest, self.core)
         return self._machine
+
+    def release_emulator(self) -> None:
+        """Free the loaded emulator (it is loaded again when needed). Why: each unicorn
+        instance reserves a large translation buffer; a compile that measures several trial
+        builds must not hold them all at once."""
+        self._machine = None
+        gc.collect()  # why: the emulator's hooks form reference cycles with it
 
     # --------------------------------------------------------------------------- skipping
     @property
@@ -336,6 +344,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         plan = FlashPlan(widened, compact_layers)
         exe = trial[plan] = build_in(None, plan, measured)
         result = exe.emulate(*_bench_inputs(graph))
+        exe.release_emulator()
         per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
                      for layer in result.layers]
         return Measured(result.flash_bytes, per_layer,

@@ -1,5 +1,6 @@
 /* 1-input-channel int8 convolution with SMLAD (see edgenn_conv_s8_1ch_dsp.h). */
 #include "edgenn_conv_s8_1ch_dsp.h"
+#include "edgenn_conv_s8_1ch_mac.h"
 
 #include "edgenn_fixed_point.h"
 
@@ -75,16 +76,8 @@ static inline __attribute__((always_inline)) void fc1_row_3x3(
         int8_t *o = orow + c;
         int ox = 0;
         for (; ox + 2 <= out_w; ox += 2) {
-            int32_t a = edgenn_smlad(x[0], w0, q[0]);
-            int32_t b = edgenn_smlad(x[5], w0, q[0]);
-            a = edgenn_smlad(x[1], w1, a);
-            b = edgenn_smlad(x[6], w1, b);
-            a = edgenn_smlad(x[2], w2, a);
-            b = edgenn_smlad(x[7], w2, b);
-            a = edgenn_smlad(x[3], w3, a);
-            b = edgenn_smlad(x[8], w3, b);
-            a = edgenn_smlad(x[4], w4, a);
-            b = edgenn_smlad(x[9], w4, b);
+            int32_t a, b;
+            edgenn_conv1ch_3x3_pair(x, w0, w1, w2, w3, w4, q[0], &a, &b);
             x += 10;
             o[0] = (int8_t)fc1_out(a, q, out_zp, lo, hi, fast);
             o[out_c] = (int8_t)fc1_out(b, q, out_zp, lo, hi, fast);

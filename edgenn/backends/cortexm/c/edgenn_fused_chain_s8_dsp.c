@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "edgenn_conv_s8_1ch_mac.h"
 #include "edgenn_fused_chain_mac.h"
 
 /* per-member fields of meta (kernels/fused_chain.py MEMBER_FIELDS: keep in the same order) */
@@ -238,16 +239,8 @@ EDGENN_INLINE void chain_row_one_channel(const chain_ctx *c, const int32_t *m,
         if (tp == 5) { /* 3x3: the 5 weight words stay in registers along the row */
             const uint32_t w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4];
             for (; ox + 2 <= ow; ox += 2, x += 10) {
-                int32_t a = edgenn_smlad(x[0], w0, q[0]);
-                int32_t b = edgenn_smlad(x[5], w0, q[0]);
-                a = edgenn_smlad(x[1], w1, a);
-                b = edgenn_smlad(x[6], w1, b);
-                a = edgenn_smlad(x[2], w2, a);
-                b = edgenn_smlad(x[7], w2, b);
-                a = edgenn_smlad(x[3], w3, a);
-                b = edgenn_smlad(x[8], w3, b);
-                a = edgenn_smlad(x[4], w4, a);
-                b = edgenn_smlad(x[9], w4, b);
+                int32_t a, b;
+                edgenn_conv1ch_3x3_pair(x, w0, w1, w2, w3, w4, q[0], &a, &b);
                 chain_put(d, ox * oc + ch, a, q, m, fast, ring);
                 chain_put(d, (ox + 1) * oc + ch, b, q, m, fast, ring);
             }
