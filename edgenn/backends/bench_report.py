@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from edgenn.errors import EdgennError
+
 SCHEMA = "edgenn.bench/1"
 
 D = TypeVar("D")
@@ -106,3 +108,9 @@ class BenchSettings:
     repeats: int = 10
     warmup: int = 3
     clock_mhz: float = 64.0
+
+    def __post_init__(self) -> None:
+        if self.repeats < 1 or self.warmup < 0 or not self.clock_mhz > 0:
+            raise EdgennError(f"bench needs repeats >= 1, warmup >= 0 and a clock above 0 MHz "
+                              f"(got repeats {self.repeats}, warmup {self.warmup}, clock "
+                              f"{self.clock_mhz:g} MHz)")

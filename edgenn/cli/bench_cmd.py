@@ -24,8 +24,7 @@ from edgenn.cli.console import console
 from edgenn.cli.options import add_hidden_alias, add_json_option, add_timing_options, write_json
 from edgenn.errors import EdgennError
 from edgenn.evaluate import bench_inputs
-
-FUSION_KEYS = ("fuse", "fusion_variant", "ram_budget", "latency_bound")
+from edgenn.fusion import fusion_options
 
 
 def add_parser(sub: Any) -> None:
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     settings = BenchSettings(repeats=args.repeats, warmup=args.warmup,
                              clock_mhz=args.clock_mhz)
     report = exe.bench(*bench_inputs(graph), settings=settings)
-    report = report.with_extra(fusion={k: v for k, v in options.items() if k in FUSION_KEYS})
+    report = report.with_extra(fusion=fusion_options(dict(options)))
     to_stdout = args.json == "-"
     if not to_stdout:
         print_bench_report(report)

@@ -30,21 +30,18 @@ def print_bench_report(report: BenchReport[Any]) -> None:
     for line in report.log:
         console.print(line, highlight=False, markup=False)
     layers = report.layers
-    # (header, value of a layer), in table order; a common column shows when any layer has it
-    common: list[tuple[str, Any]] = [
-        ("output", _shape), ("MACs", lambda la: _fmt(la.macs)),
-        ("cycles", lambda la: _fmt(la.cycles)),
-        ("instructions", lambda la: _fmt(la.instructions)), ("ms", lambda la: _fmt(la.ms))]
-    present = {"output": any(la.shape for la in layers),
-               "MACs": any(la.macs for la in layers),
-               "cycles": any(la.cycles is not None for la in layers),
-               "instructions": any(la.instructions is not None for la in layers),
-               "ms": any(la.ms is not None for la in layers)}
-    shown = [(h, f) for h, f in common if present[h]]
+    # (header, text per layer), in table order; a common column shows when any layer has it
+    common: list[tuple[str, list[str]]] = [
+        ("output", [_shape(la) for la in layers]), ("MACs", [_fmt(la.macs) for la in layers]),
+        ("cycles", [_fmt(la.cycles) for la in layers]),
+        ("instructions", [_fmt(la.instructions) for la in layers]),
+        ("ms", [_fmt(la.ms) for la in layers])]
+    shown = [(h, cells) for h, cells in common if any(cells)]
     columns = ["#", "layer", "op", "on", "kernel", *(h for h, _ in shown),
                *(c.header for c in report.columns)]
-    rows = [(la.index, la.name, la.op, la.where, la.kernel, *(f(la) for _, f in shown),
-             *(_fmt(la.extra.get(c.key), c.fmt) for c in report.columns)) for la in layers]
+    rows = [(la.index, la.name, la.op, la.where, la.kernel, *(cells[i] for _, cells in shown),
+             *(_fmt(la.extra.get(c.key), c.fmt) for c in report.columns))
+            for i, la in enumerate(layers)]
     console.print(table(report.title, columns, rows, right_align_from=5), highlight=False)
     for line in report.summary:
         console.print(line, highlight=False, markup=False)

@@ -49,3 +49,9 @@ def span(values: Sequence[float], unit: str = "") -> str:
     """'lo-hi' of rounded values, or one value when they round alike."""
     lo, hi = round(min(values)), round(max(values))
     return f"{lo}{unit}" if lo == hi else f"{lo}-{hi}{unit}"
+
+
+def run_of(doc: dict[str, Any]) -> str:
+    """'Run of 2026-11-26', or 'One run' for a JSON written before its benchmark recorded
+    the date."""
+    return f"Run of {doc['date']}" if "date" in doc else "One run"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from doc_sections.common import Section, table
+from doc_sections.common import Section, run_of, table
 
 NAMES = {"resnet18": "ResNet-18", "mobilenet_v2": "MobileNetV2", "alexnet": "AlexNet",
          "googlenet": "GoogLeNet", "vgg16": "VGG16"}
@@ -27,11 +27,10 @@ def kernel_layers(doc: dict[str, Any]) -> str:
         rows.append([NAMES.get(name, name), f"{ort_ms:.1f}",
                      *(f"{totals[k] / ort_ms:.2f}x" if k in ("default", "best") or k in measured
                        else "-" for k, _ in COLUMNS)])
-    # why .get: runs before the benchmark recorded its date and onnxruntime version
-    when = f"Run of {doc['date']}" if "date" in doc else "One run"
+    # why the test: runs before the benchmark recorded its onnxruntime version
     ort = f"onnxruntime {doc['onnxruntime']}" if "onnxruntime" in doc else "onnxruntime"
     return "\n".join([
-        f"{when} on one thread ({doc['isa']}), {ort}: {HOST_KERNELS.source}. Ratio of "
+        f"{run_of(doc)} on one thread ({doc['isa']}), {ort}: {HOST_KERNELS.source}. Ratio of "
         "edgenn's Conv / depthwise / dense layer total to onnxruntime's *whole model* (the "
         "calling thread's CPU time):", "",
         *table(["model", "ORT (ms)", *(h for _, h in COLUMNS)], rows)])
@@ -56,9 +55,8 @@ def schedules(doc: dict[str, Any]) -> str:
         rows.append([k, *cells])
     head = ["ratio", *(f"{NAMES.get(m, m)} {w}" for m in models for w in ("wall", "CPU"))]
     overhead = "; ".join(f"{k} {v:.1f} us" for k, v in doc["dispatch_overhead_us"].items())
-    when = f"Run of {doc['date']}" if "date" in doc else "One run"
     return "\n".join([
-        f"{when}: {SCHEDULES.source}; {doc['size']}x{doc['size']} inputs, default kernel of "
+        f"{run_of(doc)}: {SCHEDULES.source}; {doc['size']}x{doc['size']} inputs, default kernel of "
         f"every layer, {doc['topology']}, emulated {doc['emulation']}. \"wall\": median "
         "latency; \"CPU\": the load-independent estimate (`cpu_critical_ms`).", "",
         *table(head, rows), "",

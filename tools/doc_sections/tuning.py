@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from doc_sections.common import Section, span, table
+from doc_sections.common import Section, run_of, span, table
 
 NAMES = {"alexnet": "AlexNet", "vgg16": "VGG16", "mobilenet_v2": "MobileNetV2",
          "googlenet": "GoogLeNet", "resnet18": "ResNet-18"}
@@ -29,11 +29,9 @@ def _source(doc: dict[str, Any]) -> str:
 
 
 def _when(doc: dict[str, Any]) -> str:
-    # why .get: runs before the benchmark recorded its date
     c = doc["config"]
-    when = f"Run of {doc['date']}" if "date" in doc else "One run"
-    return (f"{when} ({c['size']}x{c['size']} inputs, random weights, float32, {c['trials']} "
-            f"trials per layer, {c['seeds']} seeds): {_source(doc)}")
+    return (f"{run_of(doc)} ({c['size']}x{c['size']} inputs, random weights, float32, "
+            f"{c['trials']} trials per layer, {c['seeds']} seeds): {_source(doc)}")
 
 
 def _latency_table(target: dict[str, Any], head: str) -> list[str]:

@@ -33,14 +33,15 @@ def vta_report(report: NetworkReport, arena_bytes: int | None = None
     log = report.log()
     n = len(report.layers)
     extra = {k: v for k, v in data.items() if k not in ("layers", "model", "target")}
+    layers = tuple(_layer(r) for r in report.layers)
     return BenchReport(
         model=report.model, target="vta",
         title=(f"{report.model} on vta ({report.preset}, {report.schedule} schedule, "
                f"{report.clock_mhz:g} MHz, {report.bus_bits}-bit)"),
         time_basis=("simulated accelerator (timing model) + measured host (numpy): "
                     "ms = VTA ms + host ms"),
-        layers=tuple(_layer(r) for r in report.layers), total_ms=float(data["total_ms"]),
-        total_macs=sum(r.ops // 2 for r in report.offloaded), arena_bytes=arena_bytes,
+        layers=layers, total_ms=float(data["total_ms"]),
+        total_macs=sum(layer.macs or 0 for layer in layers), arena_bytes=arena_bytes,
         columns=(Column("gemm_mkn", "GEMM m k n"), Column("vta_ms", "VTA ms (sim)", ".3f"),
                  Column("gops", "GOPS", ".1f"),
                  Column("gemm_utilization", "GEMM util", ".0%"),
