@@ -1,0 +1,188 @@
+/* Portable float32 convolution and fully connected layers.
+ *
+ * Every output sums its products from 0 in TFLite Micro's reference order (filter row,
+ * filter column, input channel; for FullyConnected the depth), then adds the bias and clamps:
+ * the same float operations in the same order as reference_ops::Conv / DepthwiseConv /
+ * FullyConnected, so only a fused multiply-add chosen by a compiler could differ (the
+ * project builds with -std=c99, where gcc does not contract a * b + c). Four output channels
+ * are computed together so one input load serves four products; each channel's sum keeps
+ * its own order. */
+#include "edgenn_conv_f32.h"
+
+#include <stddef.h>
+
+static inline float clampf(float v, float lo, float hi)
+{
+    v = v < lo ? lo : v;
+    return hi < v ? hi : v;
+}
+
+static inline int32_t inside(int32_t v, int32_t n)
+{
+    return (uint32_t)v < (uint32_t)n;
+}
+
+void edgenn_conv_f32(const float *in, float *out, const float *w, const float *bias,
+                     int32_t in_h, int32_t in_w, int32_t in_c,
+                     int32_t out_h, int32_t out_w, int32_t out_c,
+                     int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                     int32_t dil_h, int32_t dil_w, int32_t pad_t, int32_t pad_l,
+                     int32_t groups, float act_min, float act_max)
+{
+    const int32_t cig = in_c / groups;
+    const int32_t cog = out_c / groups;
+    const int32_t w_stride = k_h * k_w * cig;
+    for (int32_t oy = 0; oy < out_h; oy++) {
+        const int32_t iy0 = oy * stride_h - pad_t;
+        for (int32_t ox = 0; ox < out_w; ox++) {
+            const int32_t ix0 = ox * stride_w - pad_l;
+            float *op = out + (oy * out_w + ox) * out_c;
+            for (int32_t g = 0; g < groups; g++) {
+                const float *xg = in + g * cig;
+                int32_t co = g * cog;
+                const int32_t co_end = co + cog;
+                for (; co + 4 <= co_end; co += 4) {
+                    const float *w0 = w + co * w_stride;
+                    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                    for (int32_t ky = 0; ky < k_h; ky++) {
+                        const int32_t iy = iy0 + ky * dil_h;
+                        if (!inside(iy, in_h)) {
+                            continue;
+                        }
+                        for (int32_t kx = 0; kx < k_w; kx++) {
+                            const int32_t ix = ix0 + kx * dil_w;
+                            if (!inside(ix, in_w)) {
+                                continue;
+                            }
+                            const float *xp = xg + (iy * in_w + ix) * in_c;
+                            const float *wp = w0 + (ky * k_w + kx) * cig;
+                            for (int32_t ci = 0; ci < cig; ci++) {
+                                const float x = xp[ci];
+                                a0 += x * wp[ci];
+                                a1 += x * wp[ci + w_stride];
+                                a2 += x * wp[ci + 2 * w_stride];
+                                a3 += x * wp[ci + 3 * w_stride];
+                            }
+                        }
+                    }
+                    if (bias != NULL) {
+                        a0 += bias[co];
+                        a1 += bias[co + 1];
+                        a2 += bias[co + 2];
+                        a3 += bias[co + 3];
+                    }
+                    op[co] = clampf(a0, act_min, act_max);
+                    op[co + 1] = clampf(a1, act_min, act_max);
+                    op[co + 2] = clampf(a2, act_min, act_max);
+                    op[co + 3] = clampf(a3, act_min, act_max);
+                }
+                for (; co < co_end; co++) {
+                    const float *w0 = w + co * w_stride;
+                    float a0 = 0.0f;
+                    for (int32_t ky = 0; ky < k_h; ky++) {
+                        const int32_t iy = iy0 + ky * dil_h;
+                        if (!inside(iy, in_h)) {
+                            continue;
+                        }
+                        for (int32_t kx = 0; kx < k_w; kx++) {
+                            const int32_t ix = ix0 + kx * dil_w;
+                            if (!inside(ix, in_w)) {
+                                continue;
+                            }
+                            const float *xp = xg + (iy * in_w + ix) * in_c;
+                            const float *wp = w0 + (ky * k_w + kx) * cig;
+                            for (int32_t ci = 0; ci < cig; ci++) {
+                                a0 += xp[ci] * wp[ci];
+                            }
+                        }
+                    }
+                    if (bias != NULL) {
+                        a0 += bias[co];
+                    }
+                    op[co] = clampf(a0, act_min, act_max);
+                }
+            }
+        }
+    }
+}
+
+void edgenn_dwconv_f32(const float *in, float *out, const float *w, const float *bias,
+                       int32_t in_h, int32_t in_w, int32_t in_c,
+                       int32_t out_h, int32_t out_w, int32_t out_c,
+                       int32_t k_h, int32_t k_w, int32_t stride_h, int32_t stride_w,
+                       int32_t dil_h, int32_t dil_w, int32_t pad_t, int32_t pad_l,
+                       float act_min, float act_max)
+{
+    const int32_t mult = out_c / in_c;
+    for (int32_t oy = 0; oy < out_h; oy++) {
+        const int32_t iy0 = oy * stride_h - pad_t;
+        for (int32_t ox = 0; ox < out_w; ox++) {
+            const int32_t ix0 = ox * stride_w - pad_l;
+            float *op = out + (oy * out_w + ox) * out_c;
+            for (int32_t co = 0; co < out_c; co++) {
+                const float *xc = in + co / mult;
+                float acc = 0.0f;
+                for (int32_t ky = 0; ky < k_h; ky++) {
+                    const int32_t iy = iy0 + ky * dil_h;
+                    if (!inside(iy, in_h)) {
+                        continue;
+                    }
+                    const float *xr = xc + iy * in_w * in_c;
+                    const float *wr = w + ky * k_w * out_c + co;
+                    for (int32_t kx = 0; kx < k_w; kx++) {
+                        const int32_t ix = ix0 + kx * dil_w;
+                        if (inside(ix, in_w)) {
+                            acc += xr[ix * in_c] * wr[kx * out_c];
+                        }
+                    }
+                }
+                if (bias != NULL) {
+                    acc += bias[co];
+                }
+                op[co] = clampf(acc, act_min, act_max);
+            }
+        }
+    }
+}
+
+void edgenn_fc_f32(const float *in, float *out, const float *w, const float *bias,
+                   int32_t rows, int32_t depth, int32_t out_c, float act_min, float act_max)
+{
+    for (int32_t r = 0; r < rows; r++) {
+        const float *x = in + r * depth;
+        float *op = out + r * out_c;
+        int32_t co = 0;
+        for (; co + 4 <= out_c; co += 4) {
+            const float *w0 = w + co * depth;
+            float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+            for (int32_t d = 0; d < depth; d++) {
+                const float v = x[d];
+                a0 += v * w0[d];
+                a1 += v * w0[d + depth];
+                a2 += v * w0[d + 2 * depth];
+                a3 += v * w0[d + 3 * depth];
+            }
+            if (bias != NULL) {
+                a0 += bias[co];
+                a1 += bias[co + 1];
+                a2 += bias[co + 2];
+                a3 += bias[co + 3];
+            }
+            op[co] = clampf(a0, act_min, act_max);
+            op[co + 1] = clampf(a1, act_min, act_max);
+            op[co + 2] = clampf(a2, act_min, act_max);
+            op[co + 3] = clampf(a3, act_min, act_max);
+        }
+        for (; co < out_c; co++) {
+            const float *w0 = w + co * depth;
+            float a0 = 0.0f;
+            for (int32_t d = 0; d < depth; d++) {
+                a0 += x[d] * w0[d];
+            }
+            if (bias != NULL) {
+                a0 += bias[co];
+            }
+            op[co] = clampf(a0, act_min, act_max);
+        }
+    }
+}

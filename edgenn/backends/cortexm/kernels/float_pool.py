@@ -1,0 +1,78 @@
+"""Portable float32 MaxPool2D / AvgPool2D, Softmax and the reductions Mean, ReduceSum,
+ReduceMax, ReduceMin over any axes (up to 6-D), in TFLite Micro's reference order
+(``c/edgenn_pool_f32.c``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
+from edgenn.backends.cortexm.kernels.float_elementwise import all_float, finite_range
+from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
+from edgenn.ir import DType, Graph, Node
+
+SRC = ("edgenn_pool_f32.c",)
+F32 = (DType.FLOAT32,)
+
+
+def _data_in(node: Node, graph: Graph) -> bool:
+    """Float32 data in and out (axes and other operands, if any, are constants)."""
+    return (bool(node.inputs) and bool(node.inputs[0]) and all(
+        graph.tensor(n).dtype is DType.FLOAT32 for n in (node.inputs[0], *node.outputs))
+        and all(graph.tensor(n).is_const for n in node.inputs[1:] if n))
+
+
+def _pool(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    _, h, w, c = graph.tensor(node.inputs[0]).shape
+    lo, hi = finite_range(layer.lo, layer.hi)
+    geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
+                    layer.pads[0], layer.pads[1])
+    if node.op == "MaxPool2D":
+        call = f"edgenn_maxpool_f32({{in0}}, {{out0}}, {geometry}, {c_float(lo)}, {c_float(hi)});"
+        return KernelCall(call, SRC, kernel_name="edgenn_maxpool_f32")
+    include = int(bool(node.attr("count_include_pad", False)))
+    call = (f"edgenn_avgpool_f32({{in0}}, {{out0}}, {geometry}, {include}, {c_float(lo)}, "
+            f"{c_float(hi)});")
+    return KernelCall(call, SRC, kernel_name="edgenn_avgpool_f32")
+
+
+def _softmax(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    x = graph.tensor(node.inputs[0])
+    depth = x.shape[-1]
+    call = (f"edgenn_softmax_f32({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
+            f"{c_float(layer.beta)});")
+    return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
+
+
+REDUCE_KIND = {"ReduceSum": 0, "Mean": 1, "ReduceMax": 2, "ReduceMin": 3}
+
+
+def _reduce_match(node: Node, graph: Graph) -> bool:
+    return _data_in(node, graph) and len(graph.tensor(node.inputs[0]).shape) <= RANK
+
+
+def _reduce(node: Node, graph: Graph) -> KernelCall:
+    layer = ref_layer(node, graph)
+    x = graph.tensor(node.inputs[0])
+    out_n = graph.tensor(node.outputs[0]).size
+    count = out_n and x.size // out_n
+    call = (f"edgenn_reduce_f32({{in0}}, {{out0}}, {{dims}}, {{out_strides}}, "
+            f"{args(out_n, REDUCE_KIND[node.op], count)});")
+    name = "edgenn_mean_f32" if node.op == "Mean" else f"edgenn_{node.op.lower()}_f32"
+    return KernelCall(call, SRC, layout(x.shape, layer.axes), kernel_name=name,
+                      comment=f"{node.op} float32 over axes {list(layer.axes)}")
+
+
+_KERNELS: list[tuple[str, str, Callable[[Node, Graph], bool],
+                     Callable[[Node, Graph], KernelCall]]] = [
+    ("MaxPool2D", "edgenn_maxpool_f32", all_float, _pool),
+    ("AvgPool2D", "edgenn_avgpool_f32", all_float, _pool),
+    ("Softmax", "edgenn_softmax_f32", all_float, _softmax),
+    *((op, "edgenn_mean_f32" if op == "Mean" else f"edgenn_{op.lower()}_f32", _reduce_match,
+       _reduce) for op in REDUCE_KIND),
+]
+for _op, _name, _match, _prepare in _KERNELS:
+    register_kernel(PortableKernel(_op, _name, _match, _prepare, F32))
