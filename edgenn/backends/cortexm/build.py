@@ -27,8 +27,16 @@ def find_compiler(path: str | None = None) -> str:
     return found
 
 
+_OVERFLOW = re.compile(r"region [`'](\w+)' overflowed by (\d+) bytes")
+
+
 def _first_error(stderr: str, cwd: Path) -> str:
-    """The first 'file:line:col: error: ...' line (with the file's full path), else the tail."""
+    """The first 'file:line:col: error: ...' line (with the file's full path), a memory
+    region the image overflows (the linker's figure), else the tail."""
+    over = _OVERFLOW.search(stderr)
+    if over is not None:
+        region, by = over.group(1), int(over.group(2))
+        return f"the image overflows {region} by {by:,} bytes"
     for line in stderr.splitlines():
         if re.match(r"^[^:\s]+:\d+(:\d+)?: (fatal )?error", line):
             name, _, rest = line.partition(":")
@@ -102,6 +110,7 @@ def build_project(project: Project, env_path: str | None = None,
         link_with = lib_objs
     if not project.app_sources:
         return None
+    core = project.core
     _run([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
-         "linking model.elf")
+         f"linking model.elf for {core.name} ({core.flash_kb:,} KiB flash)")
     return cwd / "model.elf"

@@ -17,9 +17,16 @@ static inline float clampf(float v, float lo, float hi)
     return hi < v ? hi : v;
 }
 
-static inline int32_t inside(int32_t v, int32_t n)
+/* the taps k in [lo, hi) of a window starting at `origin` (stride `dil`) that lie inside
+ * [0, size): what TFLite Micro's per-tap bounds check keeps, found once per output */
+static inline void tap_range(int32_t origin, int32_t dil, int32_t k, int32_t size,
+                             int32_t *lo, int32_t *hi)
 {
-    return (uint32_t)v < (uint32_t)n;
+    int32_t a = origin < 0 ? (-origin + dil - 1) / dil : 0;
+    int32_t b = origin >= size ? 0 : (size - 1 - origin) / dil + 1;
+    b = b < k ? b : k;
+    *lo = a;
+    *hi = b > a ? b : a;
 }
 
 void edgenn_conv_f32(const float *in, float *out, const float *w, const float *bias,
@@ -34,8 +41,12 @@ void edgenn_conv_f32(const float *in, float *out, const float *w, const float *b
     const int32_t w_stride = k_h * k_w * cig;
     for (int32_t oy = 0; oy < out_h; oy++) {
         const int32_t iy0 = oy * stride_h - pad_t;
+        int32_t ky0, ky1;
+        tap_range(iy0, dil_h, k_h, in_h, &ky0, &ky1);
         for (int32_t ox = 0; ox < out_w; ox++) {
             const int32_t ix0 = ox * stride_w - pad_l;
+            int32_t kx0, kx1;
+            tap_range(ix0, dil_w, k_w, in_w, &kx0, &kx1);
             float *op = out + (oy * out_w + ox) * out_c;
             for (int32_t g = 0; g < groups; g++) {
                 const float *xg = in + g * cig;
@@ -44,17 +55,10 @@ void edgenn_conv_f32(const float *in, float *out, const float *w, const float *b
                 for (; co + 4 <= co_end; co += 4) {
                     const float *w0 = w + co * w_stride;
                     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-                    for (int32_t ky = 0; ky < k_h; ky++) {
-                        const int32_t iy = iy0 + ky * dil_h;
-                        if (!inside(iy, in_h)) {
-                            continue;
-                        }
-                        for (int32_t kx = 0; kx < k_w; kx++) {
-                            const int32_t ix = ix0 + kx * dil_w;
-                            if (!inside(ix, in_w)) {
-                                continue;
-                            }
-                            const float *xp = xg + (iy * in_w + ix) * in_c;
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        const float *xr = xg + (iy0 + ky * dil_h) * in_w * in_c;
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            const float *xp = xr + (ix0 + kx * dil_w) * in_c;
                             const float *wp = w0 + (ky * k_w + kx) * cig;
                             for (int32_t ci = 0; ci < cig; ci++) {
                                 const float x = xp[ci];
@@ -79,17 +83,10 @@ void edgenn_conv_f32(const float *in, float *out, const float *w, const float *b
                 for (; co < co_end; co++) {
                     const float *w0 = w + co * w_stride;
                     float a0 = 0.0f;
-                    for (int32_t ky = 0; ky < k_h; ky++) {
-                        const int32_t iy = iy0 + ky * dil_h;
-                        if (!inside(iy, in_h)) {
-                            continue;
-                        }
-                        for (int32_t kx = 0; kx < k_w; kx++) {
-                            const int32_t ix = ix0 + kx * dil_w;
-                            if (!inside(ix, in_w)) {
-                                continue;
-                            }
-                            const float *xp = xg + (iy * in_w + ix) * in_c;
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        const float *xr = xg + (iy0 + ky * dil_h) * in_w * in_c;
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            const float *xp = xr + (ix0 + kx * dil_w) * in_c;
                             const float *wp = w0 + (ky * k_w + kx) * cig;
                             for (int32_t ci = 0; ci < cig; ci++) {
                                 a0 += xp[ci] * wp[ci];
@@ -116,30 +113,56 @@ void edgenn_dwconv_f32(const float *in, float *out, const float *w, const float 
     const int32_t mult = out_c / in_c;
     for (int32_t oy = 0; oy < out_h; oy++) {
         const int32_t iy0 = oy * stride_h - pad_t;
+        int32_t ky0, ky1;
+        tap_range(iy0, dil_h, k_h, in_h, &ky0, &ky1);
         for (int32_t ox = 0; ox < out_w; ox++) {
             const int32_t ix0 = ox * stride_w - pad_l;
+            int32_t kx0, kx1;
+            tap_range(ix0, dil_w, k_w, in_w, &kx0, &kx1);
             float *op = out + (oy * out_w + ox) * out_c;
-            for (int32_t co = 0; co < out_c; co++) {
-                const float *xc = in + co / mult;
-                float acc = 0.0f;
-                for (int32_t ky = 0; ky < k_h; ky++) {
-                    const int32_t iy = iy0 + ky * dil_h;
-                    if (!inside(iy, in_h)) {
-                        continue;
-                    }
-                    const float *xr = xc + iy * in_w * in_c;
-                    const float *wr = w + ky * k_w * out_c + co;
-                    for (int32_t kx = 0; kx < k_w; kx++) {
-                        const int32_t ix = ix0 + kx * dil_w;
-                        if (inside(ix, in_w)) {
-                            acc += xr[ix * in_c] * wr[kx * out_c];
+            int32_t co = 0;
+            if (mult == 1) { /* four channels per pass: neighbours in both input and weights */
+                for (; co + 4 <= out_c; co += 4) {
+                    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        const float *xr = in + (iy0 + ky * dil_h) * in_w * in_c + co;
+                        const float *wr = w + ky * k_w * out_c + co;
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            const float *xp = xr + (ix0 + kx * dil_w) * in_c;
+                            const float *wp = wr + kx * out_c;
+                            a0 += xp[0] * wp[0];
+                            a1 += xp[1] * wp[1];
+                            a2 += xp[2] * wp[2];
+                            a3 += xp[3] * wp[3];
                         }
                     }
+                    if (bias != NULL) {
+                        a0 += bias[co];
+                        a1 += bias[co + 1];
+                        a2 += bias[co + 2];
+                        a3 += bias[co + 3];
+                    }
+                    op[co] = clampf(a0, act_min, act_max);
+                    op[co + 1] = clampf(a1, act_min, act_max);
+                    op[co + 2] = clampf(a2, act_min, act_max);
+                    op[co + 3] = clampf(a3, act_min, act_max);
                 }
-                if (bias != NULL) {
-                    acc += bias[co];
+            }
+            for (int32_t ic = co / mult; co < out_c; ic++) {
+                for (int32_t m = 0; m < mult && co < out_c; m++, co++) {
+                    float acc = 0.0f;
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        const float *xr = in + (iy0 + ky * dil_h) * in_w * in_c + ic;
+                        const float *wr = w + ky * k_w * out_c + co;
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            acc += xr[(ix0 + kx * dil_w) * in_c] * wr[kx * out_c];
+                        }
+                    }
+                    if (bias != NULL) {
+                        acc += bias[co];
+                    }
+                    op[co] = clampf(acc, act_min, act_max);
                 }
-                op[co] = clampf(acc, act_min, act_max);
             }
         }
     }
