@@ -21,13 +21,28 @@ def _inspect(capsys: pytest.CaptureFixture[str], name: str, core: str) -> dict: 
     return dict(json.loads(capsys.readouterr().out))
 
 
-def test_float_model_on_cortex_m4_lists_what_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+def test_float_model_on_cortex_m4_gets_float_kernels(capsys: pytest.CaptureFixture[str]) -> None:
     info = _inspect(capsys, "conv2_float.tflite", "cortex-m4")
     assert info["target"] == "cortex-m4"
-    assert [layer["kernel"] for layer in info["layers"]] == [None, None, None, "reshape", None]
-    assert info["unsupported"].startswith("4 of 5 layers are not supported by cortex-m4: ")
-    assert "(Conv2D, float32)" in info["unsupported"]
-    assert "(FullyConnected, float32)" in info["unsupported"]
+    assert [layer["kernel"] for layer in info["layers"]] == [
+        "edgenn_conv_f32", "edgenn_conv_f32", "edgenn_maxpool_f32", "reshape", "edgenn_fc_f32"]
+    assert info["unsupported"] is None
+
+
+def test_inspect_lists_what_cannot_run(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    """A float RESIZE_BILINEAR (no Cortex-M kernel) beside a float ADD (one)."""
+    from tests.conformance.cases import by_op
+    from tests.conformance.spec import model_bytes
+
+    table = {c.id: c for cases in by_op().values() for c in cases}
+    cases = [table["RESIZE_BILINEAR:float_up"], table["ADD:float_broadcast"]]
+    model = tmp_path / "mixed_support.tflite"
+    model.write_bytes(model_bytes(cases))
+    assert main(["inspect", str(model), "--target", "cortex-m4", "--json"]) == 0
+    info = dict(json.loads(capsys.readouterr().out))
+    assert info["unsupported"].startswith("1 of 2 layers are not supported by cortex-m4: ")
+    assert "(Resize, " in info["unsupported"]
 
 
 @pytest.mark.parametrize("core", ["cortex-m4", "cortex-m0plus"])
