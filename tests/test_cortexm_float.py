@@ -87,3 +87,32 @@ def test_flash_overflow_is_one_line() -> None:
               "`FLASH'\n/usr/bin/arm-none-eabi-ld: region `FLASH' overflowed by 270632 bytes\n"
               "collect2: error: ld returned 1 exit status\n")
     assert _first_error(stderr, Path(".")) == "the image overflows FLASH by 270,632 bytes"
+
+
+@needs_arm
+def test_onnx_only_float_ops_match_onnxruntime() -> None:
+    """Clip with one bound and HardSigmoid (ONNX operators TFLite Micro has no kernel for),
+    on cortex-m4 against onnxruntime."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from edgenn.frontends.onnx import load_onnx
+
+    nodes = [helper.make_node("Clip", ["x", "lo", ""], ["y0"]),
+             helper.make_node("Clip", ["x", "", "hi"], ["y1"]),
+             helper.make_node("HardSigmoid", ["x"], ["y2"], alpha=0.3, beta=0.4)]
+    inits = [helper.make_tensor("lo", TensorProto.FLOAT, [], [-1.5]),
+             helper.make_tensor("hi", TensorProto.FLOAT, [], [0.25])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 37])],
+        [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [1, 37]) for k in range(3)],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    data = model.SerializeToString()
+    x = np.random.default_rng(3).uniform(-5, 5, (4, 1, 37)).astype(np.float32)
+    x[0, 0, :3] = [np.inf, -np.inf, 0.0]  # an absent bound is +-FLT_MAX in onnxruntime
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    want = [np.stack(w) for w in zip(*(sess.run(None, {"x": row}) for row in x), strict=True)]
+    got = compile_model(load_onnx(data, "clips"), "cortex-m4").run(x.reshape(4, 37))
+    for g, w in zip(got, want, strict=True):
+        assert np.allclose(g.reshape(w.shape), w, rtol=1e-6, atol=1e-7)

@@ -11,7 +11,6 @@ bounded by +-FLT_MAX as TFLite Micro's ``CalculateActivationRange`` does.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -39,13 +38,11 @@ def all_float(node: Node, graph: Graph) -> bool:
         graph.tensor(n).dtype is DType.FLOAT32 for n in names)
 
 
-def _clip_expr(v: str, lo: float, hi: float) -> str:
-    """``v`` clamped to [lo, hi]; an infinite bound is no bound (ONNX Clip without one)."""
-    if not math.isinf(lo):
-        v = f"({v} < {c_float(lo)} ? {c_float(lo)} : {v})"
-    if not math.isinf(hi):
-        v = f"({c_float(hi)} < {v} ? {c_float(hi)} : {v})"
-    return v
+def _clamp_expr(v: str, lo: float, hi: float) -> str:
+    """``v`` clamped to [lo, hi], an infinite bound taken as +-FLT_MAX (the default bounds of
+    ONNX Clip in onnxruntime, and TFLite's for float activations)."""
+    lo, hi = finite_range(lo, hi)
+    return f"edgenn_clamp_f32({v}, {c_float(lo)}, {c_float(hi)})"
 
 
 # -- unary ---------------------------------------------------------------------------------------
@@ -54,11 +51,12 @@ UnaryExpr = Callable[[Any], str]  # the reference layer -> a C expression of ``v
 UNARY: dict[str, UnaryExpr] = {
     "Relu": lambda k: "(v < 0.0f ? 0.0f : v)",
     "Relu6": lambda k: "(v > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v))",
-    "Clip": lambda k: _clip_expr("v", k.flo, k.fhi),
+    "Clip": lambda k: _clamp_expr("v", k.flo, k.fhi),
     "Sigmoid": lambda k: "edgenn_logistic_f32(v)",
     "Tanh": lambda k: "tanhf(v)",
     "HardSwish": lambda k: "edgenn_hard_swish_f32(v)",
-    "HardSigmoid": lambda k: _clip_expr(f"({c_float(k.alpha)} * v + {c_float(k.beta)})", 0.0, 1.0),
+    "HardSigmoid": lambda k: _clamp_expr(f"{c_float(k.alpha)} * v + {c_float(k.beta)}", 0.0,
+                                         1.0),
     "LeakyRelu": lambda k: f"(v > 0.0f ? v : v * {c_float(k.alpha)})",
     "Abs": lambda k: "fabsf(v)",
     "Neg": lambda k: "(-v)",
@@ -94,8 +92,7 @@ BinaryExpr = Callable[[Any], str]  # the reference layer -> a C expression of ``
 
 def _clamped(body: str) -> BinaryExpr:
     def expr(k: Any) -> str:
-        lo, hi = finite_range(k.flo, k.fhi)
-        return f"edgenn_clamp_f32({body}, {c_float(lo)}, {c_float(hi)})"
+        return _clamp_expr(body, k.flo, k.fhi)
     return expr
 
 
