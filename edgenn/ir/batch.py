@@ -8,9 +8,10 @@ The rule, for a model input declared with shape ``D`` (the model file's shape, a
    ``[N, *D[1:]]`` is also a batch of N: the declared 1 given as N.
 
 Anything else is a one-line ``ShapeError`` naming the input, its declared shape, the given
-shape and the rules. Outputs come back as the inputs were given: a sample in the declared
-output shape, a batch with its axis added (rule 2) or, under rule 3 alone, in the place of an
-output's declared leading 1.
+shape and the rules; so are batches of different sizes. An input given as one sample beside
+batched inputs is the same for every sample. Outputs come back as the inputs were given: a
+sample in the declared output shape, a batch with its axis added (rule 2) or, under rule 3
+alone, in the place of an output's declared leading 1.
 
 Every ``Executable.run`` goes through :func:`takes_batch`, so the CLI, ``validate``, ``bench``
 and the Python API all read inputs by this one rule. Under the decorator an executable's own
@@ -91,7 +92,10 @@ class Batch:
             ys = run(*(x[start:stop].reshape((m, *x.shape[2:])) for x in self.arrays))
             return [np.asarray(y).reshape((m, *s)) for y, s in zip(ys, out_shapes, strict=True)]
         per = [run(*(x[k] for x in self.arrays)) for k in range(start, stop)]
-        return [np.stack([np.asarray(p[j]) for p in per]) for j in range(len(out_shapes))]
+        # why reshape: a sample's outputs hold the declared shape's values (a kernel may give
+        # a scalar as [1])
+        return [np.stack([np.asarray(p[j]).reshape(s) for p in per])
+                for j, s in enumerate(out_shapes)]
 
     def outputs(self, ys: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Outputs ``[n, *output shape]`` in the form the inputs were given."""
@@ -117,18 +121,20 @@ def read_batch(graph: Graph, inputs: Sequence[Any],
     if forms == {"sample"} or not read:
         return Batch(graph, tuple(a for _, _, a in read), 1, "sample")
     counts = {n for f, n, _ in read if f != "sample"}
-    # why: a sample beside a batch is a batch of 1 only when its declared 1 reads as N = 1
-    lone = [n for n, (f, _, _) in zip(names, read, strict=True) if f == "sample"
-            and not (graph.external_shape(n)[:1] == (1,) and counts == {1})]
-    if len(counts) > 1 or lone:
-        said = {"sample": "one sample", "added": "a batch (leading axis beyond its shape)",
+    if len(counts) > 1:
+        said = {"added": "a batch (leading axis beyond its shape)",
                 "replaced": "a batch (its declared 1 as N)"}
         parts = [f"{n!r} {_shape(np.shape(x))}: {said[f]} of {c}"
-                 for n, x, (f, c, _) in zip(names, inputs, read, strict=True)]
+                 for n, x, (f, c, _) in zip(names, inputs, read, strict=True) if f in said]
         raise ShapeError(f"model {graph.name!r}: the inputs disagree on the sample count: "
                          + "; ".join(parts))
+    n = counts.pop()
+    # why broadcast: an input given as one sample beside a batch is the same for every sample
+    # (as numpy broadcasts it), e.g. a fixed parameter input
+    arrays = tuple(np.broadcast_to(a, (n, *a.shape[1:])) if f == "sample" else a
+                   for f, _, a in read)
     form: Form = "added" if "added" in forms else "replaced"
-    return Batch(graph, tuple(a for _, _, a in read), counts.pop(), form)
+    return Batch(graph, arrays, n, form)
 
 
 def takes_batch(run: F) -> F:
