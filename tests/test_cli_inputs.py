@@ -217,3 +217,24 @@ def test_cortex_m4_runs_an_input_without_a_batch_axis(tmp_path: Path) -> None:
     assert one.shape == (1, 2, 3, 8)
     np.testing.assert_array_equal(one, ref.run(a[0], b[0])[0])
     np.testing.assert_array_equal(m4.run(a, b)[0], ref.run(a, b)[0])
+
+
+@pytest.mark.parametrize("target", ["ref", "host", "vta"])
+def test_every_target_reads_the_same_rule(tmp_path: Path, target: str) -> None:
+    """int8 a [1, 2, 3, 8] + b [8] on each non-emulated target: one sample in its declared
+    shape, a batch with the added axis, both equal to the reference runtime sample by
+    sample (the cortex-m4 case is above)."""
+    model = _add_model(tmp_path / "m8.tflite", ((1, 2, 3, 8), (8,), (1, 2, 3, 8)), INT8, 0.05)
+    graph = load_tflite(model.read_bytes(), name="m8")
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (3, 1, 2, 3, 8)).astype(np.int8)
+    b = rng.integers(-128, 128, (3, 8)).astype(np.int8)
+    ref = compile_model(graph, target="ref")
+    exe = compile_model(graph, target=target)
+    batch = exe.run(a, b)[0]
+    assert batch.shape == (3, 1, 2, 3, 8)
+    for k in range(3):
+        (one,) = exe.run(a[k], b[k])
+        assert one.shape == (1, 2, 3, 8)
+        np.testing.assert_array_equal(one, ref.run(a[k], b[k])[0])
+        np.testing.assert_array_equal(batch[k], one)

@@ -258,9 +258,9 @@ class HostExecutable:
             layer.dispatch.measure_cpu = on
 
     def example_inputs(self, seed: int = 0) -> tuple[np.ndarray, ...]:
-        """Seeded uniform [0, 1) batch-1 inputs in the model file's layout."""
+        """Seeded uniform [0, 1) inputs of one sample, in the model file's declared shapes."""
         rng = np.random.default_rng(seed)
-        return tuple(rng.random((1, *self.graph.external_shape(n)[1:]), dtype=np.float32)
+        return tuple(rng.random(self.graph.external_shape(n), dtype=np.float32)
                      for n in self.graph.inputs)
 
     # ------------------------------------------------------------------------------ reports
