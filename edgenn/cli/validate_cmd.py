@@ -19,7 +19,7 @@ from edgenn.cli.compile_cmd import (
     add_vta_options,
     target_options,
 )
-from edgenn.cli.console import console, progress, table
+from edgenn.cli.console import console, phase, progress, table
 from edgenn.cli.options import STDOUT, add_json_option, write_json
 from edgenn.errors import DataError
 from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         xs = [x[: args.limit] for x in xs]
         labels = None if labels is None else labels[: args.limit]
     options = target_options(args)
-    exe = compile_model(graph, target=args.target, **options)
+    with phase(f"compiling for {args.target}"):
+        exe = compile_model(graph, target=args.target, **options)
     ref = None if args.target == "ref" else \
         compile_model(graph, target="ref", skip=options.get("skip"))
     emulated = args.target not in ("ref", "host")
