@@ -11,6 +11,7 @@ dequantized values and the top-1 agreement; with labels, the accuracy of each ru
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -22,9 +23,11 @@ from edgenn.datasets import dataset_split
 from edgenn.errors import DataError, EdgennError
 from edgenn.evaluate import images_to_input
 from edgenn.ir import DType, Graph
+from edgenn.ir.batch import read_batch
 
 # Float models: allowed max |target - reference|, relative to max(1, max |reference|).
 FLOAT_TOLERANCE = 1e-4
+QUICK_CALL_S = 0.5  # run_batched doubles its slice while a call is faster than this
 _TFLITE_IDENT = b"TFL3"  # bytes 4..8 of a TFLite flatbuffer
 
 Runner = Callable[..., list[np.ndarray]]
@@ -54,20 +57,32 @@ class ValidationReport:
     target: str
     samples: int
     comparisons: list[Comparison] = field(default_factory=list)
-    notes: dict[str, str] = field(default_factory=dict)  # oracle -> why it was not compared
+    notes: dict[str, str] = field(default_factory=dict)  # oracle -> why it does not apply
+    not_run: dict[str, str] = field(default_factory=dict)  # asked-for oracle -> why it failed
     accuracy: dict[str, float] = field(default_factory=dict)  # runtime -> top-1 vs labels
 
     @property
+    def verdict(self) -> str:
+        """``"fail"`` when a comparison broke the contract; else ``"incomplete"`` when a
+        comparison that was asked for did not run (``not_run``) or nothing was compared;
+        else ``"pass"``. An oracle that does not apply (``notes``: the target is the
+        reference, not a .tflite file, --no-tflm) is not asked for."""
+        if not all(c.passed for c in self.comparisons):
+            return "fail"
+        return "incomplete" if self.not_run or not self.comparisons else "pass"
+
+    @property
     def passed(self) -> bool:
-        """True when every comparison that ran meets the contract (an oracle that did not run
-        is neither passed nor failed: it is listed in ``notes``)."""
-        return all(c.passed for c in self.comparisons)
+        """True only when every comparison asked for ran and met the contract."""
+        return self.verdict == "pass"
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.model, "target": self.target, "samples": self.samples,
-                "passed": self.passed, "float_tolerance": FLOAT_TOLERANCE,
+                "passed": self.passed, "verdict": self.verdict,
+                "float_tolerance": FLOAT_TOLERANCE,
                 "comparisons": [asdict(c) for c in self.comparisons],
-                "not_compared": dict(self.notes), "accuracy": dict(self.accuracy)}
+                "not_compared": {**self.notes, **self.not_run}, "not_run": dict(self.not_run),
+                "accuracy": dict(self.accuracy)}
 
 
 # ------------------------------------------------------------------------------ metrics
@@ -145,18 +160,17 @@ def per_class_accuracy(pred: np.ndarray, classes: np.ndarray) -> dict[str, float
 
 # ------------------------------------------------------------------------------ inputs
 def as_model_input(graph: Graph, index: int, x: np.ndarray, source: str) -> np.ndarray:
-    """``x`` [N, *external shape] in the input's element type: float data for a quantized
-    input is quantized with the input's scale and zero point, as TFLite Micro's QUANTIZE does
-    (``edgenn.quantize.scheme.quantize_per_tensor``, the step ``edgenn eval`` uses)."""
+    """``x`` (shaped by the input rule of ``edgenn.ir.batch``) in the input's element type:
+    float data for a quantized input is quantized with the input's scale and zero point, as
+    TFLite Micro's QUANTIZE does (``edgenn.quantize.scheme.quantize_per_tensor``, the step
+    ``edgenn eval`` uses)."""
+    from edgenn.ir.batch import read_input
     from edgenn.quantize.scheme import quantize_per_tensor
 
     name = graph.inputs[index]
     t = graph.tensor(name)
-    ext = graph.external_shape(name)
     x = np.asarray(x)
-    if x.ndim != len(ext) or tuple(x.shape[1:]) != tuple(ext[1:]):
-        raise DataError(f"{source}: shape {list(x.shape)}, but model input {name!r} takes "
-                        f"[N, {', '.join(map(str, ext[1:]))}]")
+    read_input(graph, name, x, source)  # the shape check, naming the rule
     want = t.dtype.numpy
     if x.dtype == want:
         return x
@@ -175,7 +189,8 @@ def load_npz_data(path: str, graph: Graph) -> tuple[list[np.ndarray], np.ndarray
     """The model's inputs and the optional labels ``y`` from an ``.npz``.
 
     Inputs: ``x`` for a single-input model, else arrays named after the model's inputs (as
-    ``edgenn run`` takes them) or ``x0``, ``x1``, ... in input order. Never unpickles.
+    ``edgenn run`` takes them) or ``x0``, ``x1``, ... in input order, each read by the input
+    rule (``edgenn.ir.batch``) and returned as ``[N, *declared shape]``. Never unpickles.
     """
     arrays = read_npz(path)
     names = graph.inputs
@@ -190,13 +205,11 @@ def load_npz_data(path: str, graph: Graph) -> tuple[list[np.ndarray], np.ndarray
         raise DataError(f"{path}: arrays {sorted(arrays)}; expected the input data as {want}")
     xs = [as_model_input(graph, i, arrays[k], f"{path}: array {k!r}")
           for i, k in enumerate(keys)]
-    if len({len(x) for x in xs}) > 1:
-        raise DataError(f"{path}: the inputs have different sample counts "
-                        f"{[len(x) for x in xs]}")
+    batch = read_batch(graph, xs, [f"{path}: array {k!r}" for k in keys])
     y = arrays.get("y")
     if y is not None:
-        y = labels_to_classes(y, len(xs[0]), f"{path}: array 'y'")
-    return xs, y
+        y = labels_to_classes(y, batch.n, f"{path}: array 'y'")
+    return list(batch.arrays), y
 
 
 def dataset_inputs(graph: Graph, name: str, split: str) -> tuple[list[np.ndarray], np.ndarray]:
@@ -217,17 +230,25 @@ def data_inputs(graph: Graph, path: str) -> tuple[list[np.ndarray], np.ndarray]:
 # ------------------------------------------------------------------------------ running
 def run_batched(run: Runner, xs: Sequence[np.ndarray], batch: int,
                 on_batch: Callable[[int], None] | None = None) -> list[np.ndarray]:
-    """``run(*xs)`` in slices of ``batch`` samples, outputs concatenated."""
-    from edgenn.evaluate import batches
-
+    """``run(*xs)`` over batches ``xs`` (every input with its sample axis first, as
+    ``edgenn.ir.batch`` reads a batch) in slices of at most ``batch`` samples, outputs
+    concatenated. The slices start at one sample and double while a call takes under
+    :data:`QUICK_CALL_S`, so a slow (emulated) target reports each sample to ``on_batch``
+    and a fast one still runs large slices."""
     n = len(xs[0]) if xs else 0
     if n == 0:
         return run(*xs)
     parts: list[list[np.ndarray]] = []
-    for sl in batches(n, max(1, batch)):
-        parts.append(run(*(x[sl] for x in xs)))
+    start, size = 0, 1
+    while start < n:
+        stop = min(n, start + min(size, max(1, batch)))
+        began = time.perf_counter()
+        parts.append(run(*(x[start:stop] for x in xs)))
+        if time.perf_counter() - began < QUICK_CALL_S:
+            size *= 2
         if on_batch is not None:
-            on_batch(sl.stop - sl.start)
+            on_batch(stop - start)
+        start = stop
     return [np.concatenate([p[k] for p in parts]) for k in range(len(parts[0]))]
 
 
@@ -235,15 +256,24 @@ def is_tflite(model_bytes: bytes | None) -> bool:
     return model_bytes is not None and model_bytes[4:8] == _TFLITE_IDENT
 
 
+def tflm_applies(model_bytes: bytes | None, skip: str | None) -> str | None:
+    """None when TFLite Micro can be compared with, else why it does not apply."""
+    if not is_tflite(model_bytes):
+        return "not a .tflite model"
+    if skip:
+        return "--skip changes the network TFLite Micro would run"
+    return None
+
+
 def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
                  skip: str | None) -> tuple[list[np.ndarray] | None, str | None]:
-    """TFLite Micro's outputs, or None and the one-line reason it was not run."""
+    """TFLite Micro's outputs for batches ``xs`` ``[N, *declared shape]``, or None and the
+    one-line reason it was not run."""
     from edgenn.oracles.tflm import tflm_run
 
-    if not is_tflite(model_bytes):
-        return None, "not a .tflite model"
-    if skip:
-        return None, "--skip changes the network TFLite Micro would run"
+    why = tflm_applies(model_bytes, skip)
+    if why is not None:
+        return None, why
     assert model_bytes is not None
     try:
         return tflm_run(model_bytes, *xs), None
@@ -254,15 +284,19 @@ def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
 def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
              xs: Sequence[np.ndarray], *, target: str, model_bytes: bytes | None = None,
              labels: np.ndarray | None = None, skip: str | None = None, batch: int = 256,
-             on_batch: Callable[[int], None] | None = None) -> ValidationReport:
-    """Run ``xs`` on the target and the oracles and compare every output.
+             on_batch: Callable[[int], None] | None = None,
+             tflm: bool = True) -> ValidationReport:
+    """Run ``xs`` (read by the input rule of ``edgenn.ir.batch``) on the target and the
+    oracles and compare every output, as ``[N, *declared output shape]``.
 
     ``reference_run``: the reference runtime's ``run`` (None when the target is the reference
     itself: that comparison would prove nothing). ``model_bytes``: the model file, for
-    TFLite Micro when it is a ``.tflite`` flatbuffer. ``on_batch`` is told how many samples
-    the target finished (a progress bar).
+    TFLite Micro when it is a ``.tflite`` flatbuffer (``tflm=False``: not asked for). An
+    oracle asked for that cannot run is listed in ``not_run``: the verdict is then not a
+    pass. ``on_batch`` is told how many samples the target finished (a progress bar).
     """
-    n = len(xs[0]) if xs else 0
+    samples = read_batch(graph, xs)
+    n, xs = samples.n, samples.arrays
     if n == 0:
         raise DataError(f"model {graph.name!r}: no samples to validate")
     report = ValidationReport(model=graph.name, target=target, samples=n)
@@ -272,11 +306,14 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
         report.notes["ref"] = "the target is the reference runtime"
     else:
         oracles["ref"] = run_batched(reference_run, xs, 256)
-    tflm, why = tflm_outputs(model_bytes, xs, skip)
-    if tflm is None:
-        report.notes["tflm"] = why or "not run"
+    applies = tflm_applies(model_bytes, skip) if tflm else "not asked for (--no-tflm)"
+    outs, why = tflm_outputs(model_bytes, xs, skip) if applies is None else (None, applies)
+    if outs is not None:
+        oracles["tflm"] = outs
+    elif applies is None:
+        report.not_run["tflm"] = why or "not run"
     else:
-        oracles["tflm"] = tflm
+        report.notes["tflm"] = applies
     for against, outs in oracles.items():
         if len(outs) != len(got):
             raise DataError(f"{against} gave {len(outs)} outputs, the target {len(got)}")

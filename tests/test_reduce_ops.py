@@ -215,12 +215,19 @@ def test_tflite_l2norm_with_fused_relu_and_hybrid_batch_matmul_are_refused() -> 
         load_tflite(model_bytes([hybrid]), name="bmm")
 
 
-def test_reduction_that_drops_the_batch_axis_runs_on_the_declared_shape_only() -> None:
+def test_reduction_that_drops_the_batch_axis_runs_a_batch_sample_by_sample() -> None:
+    """Output [4, 5] has no batch axis: a batch of the [1, 4, 5] input runs one sample at a
+    time (edgenn.ir.batch), each equal to TFLM's."""
     case = Case("REDUCE_MAX", "drop_axis0", (f32((1, 4, 5)), const([0], DType.INT32)),
                 (f32((4, 5)),), ("ReducerOptions", {"keep_dims": False}))
     data = model_bytes([case])
     exe = compile_ref(load_tflite(data, name="r"))
     x = _x((1, 4, 5))
     np.testing.assert_array_equal(exe.run(x)[0], tflm_run(data, x)[0])
-    with pytest.raises(ShapeError, match="declared shape"):
-        exe.run(_x((2, 4, 5)))
+    xs = _x((2, 1, 4, 5))
+    got = exe.run(xs)[0]
+    assert got.shape == (2, 4, 5)
+    np.testing.assert_array_equal(got, tflm_run(data, xs)[0])
+    np.testing.assert_array_equal(exe.run(xs.reshape(2, 4, 5))[0], got)  # the declared 1 as N
+    with pytest.raises(ShapeError, match="declared"):
+        exe.run(_x((2, 3, 5)))

@@ -107,6 +107,7 @@ def test_cli_exits_1_on_a_tampered_target(monkeypatch: pytest.MonkeyPatch, tmp_p
 # ------------------------------------------------------------------------------ TFLM absent
 def test_missing_tflm_is_said_not_passed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A comparison asked for that did not run: no PASS, exit 3; --no-tflm does not ask."""
     from edgenn.oracles import tflm
 
     def absent() -> Any:
@@ -115,12 +116,20 @@ def test_missing_tflm_is_said_not_passed(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setattr(tflm, "_runtime", absent)
     out = tmp_path / "r.json"
     assert main(["validate", str(CONV2), "--target", "vta", "--random", "2",
-                 "--json", str(out)]) == 0
+                 "--json", str(out)]) == 3
     text = capsys.readouterr().out
-    assert "not installed" in text
+    assert "not installed" in text and "PASS" not in text
+    assert "INCOMPLETE" in text and "TFLite Micro did not run" in text
     report = json.loads(out.read_text())
     assert [c["against"] for c in report["comparisons"]] == ["ref"]
-    assert "not installed" in report["not_compared"]["tflm"]
+    assert report["passed"] is False and report["verdict"] == "incomplete"
+    assert "not installed" in report["not_run"]["tflm"]
+    assert main(["validate", str(CONV2), "--target", "vta", "--random", "2", "--no-tflm",
+                 "--json", str(out)]) == 0
+    assert "PASS" in capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert report["verdict"] == "pass" and report["not_run"] == {}
+    assert "--no-tflm" in report["not_compared"]["tflm"]
 
 
 # ------------------------------------------------------------------------------ data + labels

@@ -23,7 +23,11 @@ class Executable(Protocol):
     graph: Graph  # the graph as built (after fusion, when asked for): its nodes are the layers
 
     def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]``; the graph outputs, same layout."""
+        """Run inputs as the model file declares them (shape ``D``, its layout and dtype), read
+        by the one rule of ``edgenn.ir.batch``: an array of shape ``D`` is one sample, ``[N,
+        *D]`` a batch of N, and ``[N, *D[1:]]`` a batch when ``D`` starts with 1. The graph
+        outputs come back in the same form (a sample without a batch axis). Implementations
+        decorate their ``run`` with ``edgenn.ir.batch.takes_batch``."""
         ...
 
     def sizes(self) -> dict[str, int]:
@@ -32,5 +36,5 @@ class Executable(Protocol):
 
     def bench(self, *inputs: np.ndarray,
               settings: BenchSettings | None = None) -> BenchReport[Any]:
-        """One benchmark on the first item of each input (an inference of batch 1)."""
+        """One benchmark on the first sample of each input (read by the same rule)."""
         ...

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
+from edgenn.data.csvfile import read_csv_rows, write_csv_rows
 from edgenn.data.npz import read_npz
 from edgenn.errors import DataError
+from edgenn.ir import Graph
+from edgenn.ir.batch import from_rows
 from edgenn.utils import atomic_write_bytes
 
 
@@ -28,9 +31,12 @@ def save_npy(path: str, array: np.ndarray) -> None:
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
-def load_inputs(paths: list[str], names: tuple[str, ...]) -> list[np.ndarray]:
-    """The model's inputs from ``--input`` arguments: one ``.npy`` per input in the model's
-    input order, or one ``.npz`` whose arrays are named after the inputs. Never unpickles."""
+def load_inputs(paths: list[str], graph: Graph) -> list[np.ndarray]:
+    """The model's inputs from ``--input`` arguments: one ``.npy`` or ``.csv`` per input in
+    the model's input order, or one ``.npz`` whose arrays are named after the inputs. A CSV
+    holds values in the input's element type, shaped by the input rule
+    (``edgenn.ir.batch.from_rows``). Never unpickles."""
+    names = graph.inputs
     if len(paths) == 1 and paths[0].endswith(".npz"):
         path = paths[0]
         arrays = read_npz(path)
@@ -45,12 +51,20 @@ def load_inputs(paths: list[str], names: tuple[str, ...]) -> list[np.ndarray]:
         raise DataError(f"{len(paths)} --input given; the model takes {len(names)} input(s) "
                         f"{list(names)}: one --input per input in this order, or one .npz "
                         "with arrays of these names")
-    return [load_npy(p) for p in paths]
+    return [_load_csv(p, graph, n) if p.lower().endswith(".csv") else load_npy(p)
+            for p, n in zip(paths, names, strict=True)]
 
 
-def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarray]) -> None:
-    """Write the outputs: one ``.npy`` per ``--output`` in the model's output order, or one
-    ``.npz`` holding every output under its name (atomically, like every file we write)."""
+def _load_csv(path: str, graph: Graph, name: str) -> np.ndarray:
+    rows = read_csv_rows(path, graph.tensor(name).dtype.numpy)
+    return from_rows(graph, name, rows, path)
+
+
+def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarray],
+                 one_sample: bool = False) -> None:
+    """Write the outputs: one ``.npy`` (or ``.csv``: one line per sample, a single line for
+    ``one_sample``) per ``--output`` in the model's output order, or one ``.npz`` holding
+    every output under its name (atomically, like every file we write)."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
         buf = io.BytesIO()
         # why the ignore: numpy's stub reads the ** mapping as its allow_pickle flag
@@ -61,4 +75,7 @@ def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarr
         raise DataError(f"{len(paths)} --output given; the model has {len(names)} output(s) "
                         f"{list(names)}: one --output per output in this order, or one .npz")
     for path, array in zip(paths, arrays, strict=True):
-        save_npy(path, array)
+        if path.lower().endswith(".csv"):
+            write_csv_rows(path, array.reshape((1, -1) if one_sample else (len(array), -1)))
+        else:
+            save_npy(path, array)

@@ -9,9 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from edgenn.progress import err_console, progress
+from edgenn.progress import err_console, phase, progress
 
-__all__ = ["console", "err_console", "progress", "table"]
+__all__ = ["console", "err_console", "phase", "progress", "table"]
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns, so tables
 # are not truncated.

@@ -1,7 +1,9 @@
 """``edgenn validate MODEL --target T [--data X.npz | --random N] [--json PATH] [--limit N]``:
 run the model on a target and compare every output with the reference runtime and TFLite
 Micro (the computation is ``edgenn.validate``). Exit 1 when the target breaks the contract:
-any differing element of an integer output, or a float output beyond the tolerance."""
+any differing element of an integer output, or a float output beyond the tolerance; exit 3
+when a comparison asked for did not run (TFLite Micro missing or unable to load the model)
+or nothing was compared: PASS is printed only when every comparison asked for ran."""
 
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ from edgenn.cli.compile_cmd import (
     add_vta_options,
     target_options,
 )
-from edgenn.cli.console import console, progress, table
+from edgenn.cli.console import console, phase, progress, table
 from edgenn.cli.options import STDOUT, add_json_option, write_json
 from edgenn.errors import DataError
 from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
 
 ORACLE_NAMES = {"ref": "reference runtime", "tflm": "TFLite Micro"}
+EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3}
 
 
 def add_parser(sub: Any) -> None:
@@ -39,6 +42,9 @@ def add_parser(sub: Any) -> None:
                       help="N seeded random inputs (the default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random")
     p.add_argument("--limit", type=int, default=None, help="validate only the first N samples")
+    p.add_argument("--no-tflm", action="store_true",
+                   help="do not compare with TFLite Micro (then a missing tflite-micro does "
+                        "not make the verdict incomplete)")
     add_json_option(p, "the report")
     add_device_options(p)
     add_vta_options(p)
@@ -63,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         xs = [x[: args.limit] for x in xs]
         labels = None if labels is None else labels[: args.limit]
     options = target_options(args)
-    exe = compile_model(graph, target=args.target, **options)
+    with phase(f"compiling for {args.target}"):
+        exe = compile_model(graph, target=args.target, **options)
     ref = None if args.target == "ref" else \
         compile_model(graph, target="ref", skip=options.get("skip"))
     emulated = args.target not in ("ref", "host")
@@ -72,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         report = validate(graph, exe.run, None if ref is None else ref.run, xs,
                           target=args.target, model_bytes=Path(args.model).read_bytes(),
                           labels=labels, skip=options.get("skip"),
-                          batch=4 if emulated else 256, on_batch=advance)
+                          batch=4 if emulated else 256, on_batch=advance,
+                          tflm=not args.no_tflm)
     report.model = args.model
     board = options.get("board", "generic")
     if isinstance(exe, CortexMExecutable) and board != "generic":  # say where it ran
@@ -80,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json != STDOUT:  # why: stdout then holds the JSON only
         print_report(report)
     write_json(args.json, report.to_dict())
-    return 0 if report.passed else 1
+    return EXIT_CODES[report.verdict]
 
 
 def print_report(report: ValidationReport) -> None:
@@ -90,20 +98,28 @@ def print_report(report: ValidationReport) -> None:
          f"{c.cosine:.6f}", f"{c.top1_agreement:.4f}", "pass" if c.passed else "FAIL")
         for c in report.comparisons
     ]
-    rows += [("*", ORACLE_NAMES.get(k, k), why, *([""] * 5), "not run")
+    rows += [("*", ORACLE_NAMES.get(k, k), why, *([""] * 5), "n/a")
              for k, why in report.notes.items()]
+    rows += [("*", ORACLE_NAMES.get(k, k), why, *([""] * 5), "NOT RUN")
+             for k, why in report.not_run.items()]
     cols = ["output", "vs", "elements", "exact match", "max |diff|", "max |diff| deq",
             "cosine", "top-1 agree", "verdict"]
     console.print(table(f"{report.model} on {report.target}: {report.samples} samples", cols,
                         rows, right_align_from=2))
     for runtime, acc in report.accuracy.items():
         console.print(f"accuracy ({ORACLE_NAMES.get(runtime, runtime)}): {100 * acc:.2f}%")
-    if not report.comparisons:
-        console.print("nothing was compared (see the table)")
-    elif report.passed:
+    verdict = report.verdict
+    if verdict == "pass":
         console.print(f"PASS: {report.target} meets the contract (integer outputs bit-exact, "
                       f"float within {FLOAT_TOLERANCE:g} x max(1, max |reference|))")
-    else:
+    elif verdict == "fail":
         failed = sorted({f"{c.output} vs {c.against}" for c in report.comparisons
                          if not c.passed})
         console.print(f"FAIL: {report.target} disagrees: {', '.join(failed)}")
+    elif report.not_run:
+        missing = "; ".join(f"{ORACLE_NAMES.get(k, k)} did not run: {why}"
+                            for k, why in report.not_run.items())
+        ran = "the comparisons that ran agree" if report.comparisons else "nothing was compared"
+        console.print(f"INCOMPLETE: no verdict ({ran}); {missing}")
+    else:
+        console.print("INCOMPLETE: nothing was compared (see the table)")

@@ -9,9 +9,10 @@ from edgenn.ir.graph import Graph
 
 
 def to_internal(graph: Graph, name: str, arr: np.ndarray) -> np.ndarray:
-    """The batch ``arr`` [N, ...] for graph input ``name``, given in the model file's declared
-    layout, as a contiguous array in the internal layout; ShapeError naming the input when its
-    dtype or per-sample shape is not the input's."""
+    """``arr`` for graph input ``name``, given in the model file's declared layout as the
+    runtimes take it (``edgenn.ir.batch.Batch.run``: ``[N, *declared[1:]]`` or exactly the
+    declared shape), as a contiguous array in the internal layout; ShapeError naming the input
+    when its dtype or shape is not the input's."""
     t = graph.tensor(name)
     ext = graph.external_shape(name)
     if arr.dtype != t.dtype.numpy:

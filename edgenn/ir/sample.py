@@ -9,13 +9,16 @@ from edgenn.ir.graph import Graph
 
 
 def random_inputs(graph: Graph, n: int = 1, seed: int = 0) -> list[np.ndarray]:
-    """One ``[n, *external shape]`` array per graph input, in the input's element type:
-    integers over the type's whole range, floats standard normal."""
+    """A batch of ``n`` samples per graph input (``edgenn.ir.batch.batch_shape``: ``[n,
+    *declared shape[1:]]`` for a model with a batch axis, else ``[n, *declared shape]``), in
+    the input's element type: integers over the type's whole range, floats standard normal."""
+    from edgenn.ir.batch import batch_shape
+
     rng = np.random.default_rng(seed)
     out = []
     for name in graph.inputs:
         dtype = graph.tensor(name).dtype.numpy
-        shape = (n, *graph.external_shape(name)[1:])
+        shape = batch_shape(graph, name, n)
         if dtype.kind in "iu":
             info = np.iinfo(dtype)
             out.append(rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype))

@@ -31,6 +31,7 @@ from edgenn.backends.cortexm.flash_policy import (
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, PlanError, ShapeError
 from edgenn.ir import Graph
+from edgenn.ir.batch import first_sample, has_batch_axis, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.ir.sample import random_inputs
 
@@ -158,22 +159,22 @@ class CortexMExecutable:
         return self.machine.call(str(self.manifest["skip_mask_symbol"]), mask)
 
     # --------------------------------------------------------------------------- running
+    @takes_batch
     def run(self, *inputs: np.ndarray,
             skip: str | Iterable[str] | None = None) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]`` (one inference per item), with
-        the blocks of ``skip`` skipped (a skip-capable firmware: set before the first item)."""
+        """Run inputs as the model declares them (``edgenn.ir.batch``; one inference per
+        sample), with the blocks of ``skip`` skipped (a skip-capable firmware: set before the
+        first sample)."""
         internal = self._inputs(inputs)
         if self.emulator == QEMU:
             return self._run_qemu(internal, self.default_skip if skip is None else skip)
         self.set_skip(self.default_skip if skip is None else skip)
-        n = internal[0].shape[0] if internal else 1
         outs: list[list[np.ndarray]] = [[] for _ in self.graph.outputs]
-        for i in range(n):
-            result = self.machine.invoke([x[i].tobytes() for x in internal])
+        for item in self._items(internal):
+            result = self.machine.invoke(item)
             for k, data in enumerate(result.outputs):
                 outs[k].append(self._output(k, data))
-        return [self._to_external(name, np.stack(o)) for name, o in
-                zip(self.graph.outputs, outs, strict=True)]
+        return self._join(outs)
 
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
               skip: str | Iterable[str] | None = None) -> BenchReport[BenchResult]:
@@ -191,10 +192,10 @@ class CortexMExecutable:
             raise EdgennError(f"bench counts cycles in edgenn's emulator (--board generic "
                               f"--emulator {UNICORN}); --emulator {self.emulator} only runs: "
                               "use run, eval or validate")
-        internal = self._inputs(inputs)
+        internal = self._inputs(tuple(first_sample(self.graph, inputs)))
         skip = self.default_skip if skip is None else skip
         switch = self.set_skip(skip)
-        result = self.machine.invoke([x[0].tobytes() for x in internal])
+        result = self.machine.invoke(self._items(internal)[0])
         sizes = self.machine.elf_sizes()
         with_cycles = result.cycles is not None
         fmap = self.flash_map()
@@ -228,12 +229,10 @@ class CortexMExecutable:
         if self.skip_mask(skip):
             raise EdgennError(f"{self.out_dir}: the board's example application runs the full "
                               f"network; skipping blocks needs --emulator {UNICORN}")
-        n = internal[0].shape[0] if internal else 1
-        items = [[x[i].tobytes() for x in internal] for i in range(n)]
-        results = run_in_qemu(self.elf, str(self.manifest["board"]), self.manifest, items,
-                              self.qemu_timeout)
-        return [self._to_external(name, np.stack([self._output(k, r[k]) for r in results]))
-                for k, name in enumerate(self.graph.outputs)]
+        results = run_in_qemu(self.elf, str(self.manifest["board"]), self.manifest,
+                              self._items(internal), self.qemu_timeout)
+        return self._join([[self._output(k, r[k]) for r in results]
+                           for k in range(len(self.graph.outputs))])
 
     def flash_map(self) -> FlashMap:
         """Flash bytes per layer, shared kernels and runtime, from the ELF's symbol table
@@ -272,13 +271,26 @@ class CortexMExecutable:
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         out = [to_internal(g, name, np.asarray(arr))
                for name, arr in zip(g.inputs, inputs, strict=True)]
-        if len({a.shape[0] for a in out}) > 1:
+        if has_batch_axis(g) and len({a.shape[0] for a in out}) > 1:
             raise ShapeError(f"model {g.name!r}: inputs have different batch sizes")
         return out
 
+    def _items(self, internal: list[np.ndarray]) -> list[list[bytes]]:
+        """The input bytes of each inference: one per item of axis 0 when the graph has a
+        batch axis, else the one sample in its declared shape (``edgenn.ir.batch``)."""
+        n = (internal[0].shape[0] if internal else 1) if has_batch_axis(self.graph) else 1
+        return [[x.reshape(n, -1)[i].tobytes() for x in internal] for i in range(n)]
+
     def _output(self, k: int, data: bytes) -> np.ndarray:
         t = self.graph.tensor(self.graph.outputs[k])
-        return np.frombuffer(data, t.dtype.numpy).reshape(t.shape[1:]).copy()
+        return np.frombuffer(data, t.dtype.numpy).reshape(t.shape).copy()
+
+    def _join(self, outs: list[list[np.ndarray]]) -> list[np.ndarray]:
+        """Each output's inferences as one array in the model file's layout: joined along the
+        batch axis, or the one sample of a graph without one."""
+        batched = has_batch_axis(self.graph)
+        return [self._to_external(name, np.concatenate(o) if batched else o[0])
+                for name, o in zip(self.graph.outputs, outs, strict=True)]
 
     def _to_external(self, name: str, arr: np.ndarray) -> np.ndarray:
         perm = self.graph.external_perm.get(name)

@@ -33,6 +33,7 @@ from edgenn.backends.ref import RefExecutable, compile_ref
 from edgenn.backends.ref.layer import Layer
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
+from edgenn.ir.batch import first_sample, takes_batch
 
 EMULATION_NOTE = (
     "emulated heterogeneity: a thread on a CPU of capacity c < 1 busy-waits, after computing "
@@ -158,8 +159,9 @@ class HostExecutable:
         self._io = RefExecutable(self.graph, [])  # input / output layout conversion
 
     # ------------------------------------------------------------------------------ running
+    @takes_batch
     def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]``; returns the graph outputs."""
+        """Run inputs as the model declares them (``edgenn.ir.batch``); the graph outputs."""
         try:
             values = self._forward(inputs, None)
         finally:
@@ -216,7 +218,7 @@ class HostExecutable:
         the timed runs)."""
         if repeats < 1 or warmup < 0 or cpu_repeats < 0:
             raise EdgennError("bench needs repeats >= 1, warmup >= 0 and cpu_repeats >= 0")
-        xs = tuple(inputs) if inputs else self.example_inputs()
+        xs = tuple(first_sample(self.graph, inputs)) if inputs else self.example_inputs()
         totals: list[float] = []
         per_layer: list[list[float]] = [[] for _ in self.steps]
         cpu_runs: list[list[float | None]] = []
@@ -256,9 +258,9 @@ class HostExecutable:
             layer.dispatch.measure_cpu = on
 
     def example_inputs(self, seed: int = 0) -> tuple[np.ndarray, ...]:
-        """Seeded uniform [0, 1) batch-1 inputs in the model file's layout."""
+        """Seeded uniform [0, 1) inputs of one sample, in the model file's declared shapes."""
         rng = np.random.default_rng(seed)
-        return tuple(rng.random((1, *self.graph.external_shape(n)[1:]), dtype=np.float32)
+        return tuple(rng.random(self.graph.external_shape(n), dtype=np.float32)
                      for n in self.graph.inputs)
 
     # ------------------------------------------------------------------------------ reports

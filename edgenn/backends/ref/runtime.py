@@ -15,6 +15,7 @@ from edgenn.backends.ref.bench_report import ref_report
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph
+from edgenn.ir.batch import first_sample, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.memory import MemoryPlan, plan_graph
 
@@ -26,8 +27,10 @@ class RefExecutable:
     graph: Graph
     layers: list[Layer]
 
+    @takes_batch
     def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
-        """Run on arrays shaped ``[N, *external input shape]``; returns the graph outputs.
+        """Run inputs as the model declares them (``edgenn.ir.batch``: a declared shape is one
+        sample, a leading axis beyond it a batch); the outputs in the same form.
 
         With ``keep=True`` returns nothing new but stores every intermediate in ``self.values``
         (for debugging and for comparing against other runtimes tensor by tensor).
@@ -71,7 +74,7 @@ class RefExecutable:
         median of ``settings.repeats`` runs after ``settings.warmup`` (a functional
         reference, not a deployment target: the figures show where numpy spends its time)."""
         settings = settings or BenchSettings()
-        xs = tuple(np.asarray(x)[:1] for x in inputs)
+        xs = tuple(first_sample(self.graph, inputs))
         for _ in range(settings.warmup):
             self._forward(xs)
         runs: list[list[float]] = []

@@ -26,6 +26,7 @@ from edgenn.backends.vta.offload import GemmFn, OffloadTarget
 from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE, schedule_name
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph
+from edgenn.ir.batch import first_sample, takes_batch
 
 
 def vta_config(preset: str = DEFAULT_PRESET, bus_bits: int | None = None) -> VtaConfig:
@@ -98,8 +99,10 @@ class VtaExecutable(RefExecutable):
     why_cpu: dict[str, str] = field(default_factory=dict)
     last: NetworkReport | None = None
 
+    @takes_batch
     def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]``; the outputs equal ``ref``'s.
+        """Run inputs as the model declares them (``edgenn.ir.batch``); the outputs equal
+        ``ref``'s.
 
         Leaves the run's ``NetworkReport`` in ``self.last``; ``keep=True`` also stores every
         intermediate in ``self.values``, as the reference runtime does.
@@ -132,7 +135,7 @@ class VtaExecutable(RefExecutable):
 
         ``settings`` changes nothing: the accelerator's time is simulated (deterministic) and
         the host share is measured once, as DarkNet's per-layer log does."""
-        self.run(*[np.asarray(x)[:1] for x in inputs])
+        self.run(*first_sample(self.graph, inputs))
         assert self.last is not None
         return vta_report(self.last, self.sizes()["arena"])
 

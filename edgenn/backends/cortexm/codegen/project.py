@@ -27,7 +27,7 @@ from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, PlanError, ShapeError, UnsupportedOperatorError
+from edgenn.errors import EdgennError, PlanError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor
 from edgenn.memory import MemoryPlan
 from edgenn.utils import atomic_write_bytes
@@ -161,12 +161,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     board_spec = _board(board)
     if board_spec is not None and board_spec.core != core.name:
         raise EdgennError(f"board {board!r} has a {board_spec.core}, not a {core.name}")
+    # why no batch check: one invocation takes every input in its declared shape, whatever
+    # its first axis (edgenn.ir.batch); a batch is a sequence of invocations
     graph.validate()
-    for tname in (*graph.inputs, *graph.outputs):
-        shape = graph.tensor(tname).shape
-        if shape and shape[0] != 1:
-            raise ShapeError(f"graph {graph.name!r}: {tname!r} has batch {shape[0]}; "
-                             "firmware is generated for batch 1")
     if ram_kb is None:
         ram_kb = board_spec.ram_kb if board_spec is not None else core.ram_kb
     calls = []
