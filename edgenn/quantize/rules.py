@@ -10,7 +10,7 @@ Each IR operator the quantizer can give an integer kernel has one :class:`OpRule
   Resize: TFLM copies the bytes or checks the parameters are equal), one set shared by every
   input and the output (Concat, Maximum, Minimum), or none at all for integer indices (ArgMax).
   ``output16`` overrides it for the int16 kernel (int16 Relu6 keeps its input's parameters).
-- ``fixed``: output parameters TFLM insists on, per type (Softmax, int16 Logistic / Tanh,
+- ``fixed``: output parameters TFLM insists on, per type (Softmax, Logistic / Tanh,
   L2Norm's 1/128).
 - ``weighted``: input 1 holds constant weights (per-channel symmetric int8 along axis 0) and
   input 2 an optional bias (int32, or int64 in 16x8): Conv2D, FullyConnected, TransposeConv2D.
@@ -45,6 +45,11 @@ SOFTMAX_PARAMS_8 = (1.0 / 256.0, -128)
 UNIT_PARAMS_16 = (1.0 / 32768.0, 0)
 # int8 L2_NORMALIZATION output: scale 1/128, zero point 0 (TFLM requires it)
 L2NORM_PARAMS_8 = (1.0 / 128.0, 0)
+# int8 LOGISTIC output in [0, 1): scale 1/256, zero point -128 (TFLite's quantization spec;
+# TFLM's kernel writes its fixed-point result in these parameters whatever the tensor says)
+LOGISTIC_PARAMS_8 = (1.0 / 256.0, -128)
+# int8 TANH output in [-1, 1): scale 1/128, zero point 0 (TFLite's quantization spec)
+TANH_PARAMS_8 = (1.0 / 128.0, 0)
 
 Check = Callable[[Graph, Node, DType], str | None]
 
@@ -135,9 +140,10 @@ RULES: Mapping[str, OpRule] = MappingProxyType({
     "Pad": OpRule(BOTH, Output.INPUT),
     "Concat": OpRule(BOTH, Output.SHARED),
     "Softmax": OpRule(BOTH, fixed={I8: SOFTMAX_PARAMS_8, I16: UNIT_PARAMS_16}),
-    # int8 Logistic / Tanh stay float (as before); int16 ones have TFLM's fixed outputs
-    "Sigmoid": OpRule(INT16_ONLY, fixed=_UNIT_16),
-    "Tanh": OpRule(INT16_ONLY, fixed=_UNIT_16),
+    # why fixed: TFLM's LOGISTIC / TANH compute in fixed point and write the result in
+    # TFLite's fixed output parameters (int8 lookup over the input's 256 values)
+    "Sigmoid": OpRule(BOTH, fixed={I8: LOGISTIC_PARAMS_8, I16: UNIT_PARAMS_16}),
+    "Tanh": OpRule(BOTH, fixed={I8: TANH_PARAMS_8, I16: UNIT_PARAMS_16}),
     # -- element-wise unary -------------------------------------------------------------------
     "LeakyRelu": OpRule(BOTH),
     "HardSwish": OpRule(INT8_ONLY),
