@@ -168,3 +168,47 @@ def test_cli_summary_says_when_nothing_is_float(tmp_path: Path,
     assert main(["quantize", str(model), "--calib", str(calib), "-o",
                  str(tmp_path / "q.tflite"), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["float_operators"] == []
+
+
+# -- Clip: quantized as TFLite's MAXIMUM / MINIMUM -------------------------------------------
+
+
+def clipped(lo: float | None, hi: float | None) -> Graph:
+    """FC -> Clip(lo, hi) -> FC: a clamp that is neither Relu nor Relu6."""
+    rng = np.random.default_rng(10)
+    tensors = [_t("x", (1, 12)), _c("w1", rng.normal(0, 0.6, (16, 12))), _t("h", (1, 16)),
+               _t("c", (1, 16)), _c("w2", rng.normal(0, 0.4, (3, 16))),
+               _c("b2", rng.normal(0, 0.1, 3)), _t("y", (1, 3))]
+    bounds = {k: v for k, v in (("min", lo), ("max", hi)) if v is not None}
+    nodes = [Node("fc1", "FullyConnected", ("x", "w1", ""), ("h",), {}),
+             Node("clip", "Clip", ("h",), ("c",), bounds),
+             Node("fc2", "FullyConnected", ("c", "w2", "b2"), ("y",), {})]
+    return Graph("clip", {t.name: t for t in tensors}, nodes, ("x",), ("y",)).validate()
+
+
+@pytest.mark.parametrize("lo, hi, activations", [(-0.5, 1.25, "int8"), (-0.5, 1.25, "int16"),
+                                                 (None, 0.75, "int8")])
+def test_clip_is_quantized_and_bit_exact_with_tflm(lo: float | None, hi: float | None,
+                                                    activations: str) -> None:
+    g = clipped(lo, hi)
+    assert float_islands(g, activations) == []
+    calib = np.random.default_rng(11).normal(0, 1, (48, 12)).astype(np.float32)
+    q = quantize(g, calib, activations=activations)
+    assert [n.op for n in q.nodes] == ["FullyConnected", "Clip", "FullyConnected"]
+    assert q.tensor("c").quant == q.tensor("h").quant  # a clamp of stored integers
+    xq = quantize_input(q, np.random.default_rng(12).normal(0, 1.5, (32, 12)))
+    tflm_model = export_tflite(q)
+    (tflm,) = tflm_run(tflm_model, xq)
+    from edgenn.backends.ref import compile_ref
+
+    exe = compile_ref(q)
+    (ref,) = exe.run(xq, keep=True)
+    assert int(np.count_nonzero(ref != tflm)) == 0
+    p = q.tensor("c").quant
+    assert p is not None
+    assert hi is not None
+    clamped = exe.values["c"].astype(np.int64)
+    assert np.count_nonzero(clamped == round(hi / p.s) + p.zp) > 0  # the upper bound bites
+    if activations == "int8":  # one emulator build is enough for the clamp kernel
+        (m4,) = compile_model(q, "cortex-m4").run(xq)
+        assert int(np.count_nonzero(m4 != tflm)) == 0

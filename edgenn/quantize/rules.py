@@ -132,6 +132,9 @@ RULES: Mapping[str, OpRule] = MappingProxyType({
     # why: the int16 RELU6 clamps stored values in its input's parameters and copies them
     # (TFLM reads no output parameters); the int8 one rescales to its own clipped range
     "Relu6": OpRule(BOTH, output16=Output.INPUT),
+    # why INPUT: a Clip with other bounds than Relu / Relu6 is TFLite's MAXIMUM and MINIMUM
+    # with constant bounds, which compare stored integers in one set of parameters
+    "Clip": OpRule(BOTH, Output.INPUT),
     "MaxPool2D": OpRule(BOTH, Output.INPUT),
     # why: TFLite's int8 AVERAGE_POOL_2D does not requantize
     "AvgPool2D": OpRule(BOTH, Output.INPUT),
