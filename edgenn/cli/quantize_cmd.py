@@ -11,7 +11,7 @@ from typing import Any
 
 from edgenn.api import load_model, quantize_model
 from edgenn.cli.console import console
-from edgenn.cli.options import add_json_option, write_json
+from edgenn.cli.options import STDOUT, add_json_option, write_json
 from edgenn.errors import EdgennError
 from edgenn.quantize import float_islands
 from edgenn.quantize.calibration_data import calibration_data
@@ -42,23 +42,26 @@ def run(args: argparse.Namespace) -> int:
         raise EdgennError("--calib-size must be positive")
     calib = calibration_data(graph, args.calib, args.calib_size)
     qgraph = quantize_model(graph, calib, method=args.method, activations=args.activations)
-    save_tflite(qgraph, args.output)
     kind = "int8" if args.activations == "int8" else "16x8 (int16 activations, int8 weights)"
     islands = float_islands(graph, args.activations)
+    to_stdout = args.json == STDOUT
+    if islands and not to_stdout:
+        # why before writing: if a float32 operator cannot be exported, its reason is on screen
+        count = f"{len(islands)} operator{'s' if len(islands) > 1 else ''}"
+        console.print(f"kept in float32 ({count}, between Dequantize and Quantize):",
+                      markup=False)
+        for island in islands:
+            console.print(f"  {island.node} ({island.op}): {island.reason}", markup=False)
+    save_tflite(qgraph, args.output)
     summary = {"output": args.output, "scheme": kind, "operators": len(qgraph.nodes),
                "calibration_samples": len(calib), "method": args.method,
                "float_operators": [island.to_json() for island in islands]}
     if write_json(args.json, summary):
         return 0
+    if not islands:
+        console.print("every operator is quantized (no float32 operators)", markup=False)
     console.print(
         f"wrote {args.output}: {kind}, {len(qgraph.nodes)} operators, calibrated on "
         f"{len(calib)} samples ({args.method})"
     )
-    if not islands:
-        console.print("every operator is quantized (no float32 operators)", markup=False)
-    else:
-        console.print(f"kept in float32 ({len(islands)} operators, between Dequantize and "
-                      "Quantize):", markup=False)
-        for island in islands:
-            console.print(f"  {island.node} ({island.op}): {island.reason}", markup=False)
     return 0

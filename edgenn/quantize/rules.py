@@ -19,7 +19,8 @@ Each IR operator the quantizer can give an integer kernel has one :class:`OpRule
 - ``check``: a predicate naming why TFLM cannot run one particular node quantized (a bilinear
   int16 Resize, a grouped TransposeConv2D), or None when it can.
 
-``KEPT_FLOAT`` lists the operators whose TFLM integer kernel is not worth using (Div).
+``KEPT_FLOAT`` lists the operators with a TFLM integer kernel that the quantizer leaves in
+float32, each with its reason (Div: the kernel is not worth using; LSTM / SVDF: no recipe).
 
 Every fact here was checked against TFLite Micro's Prepare functions and, in the tests,
 against the interpreter itself.
@@ -191,6 +192,14 @@ KEPT_FLOAT: Mapping[str, str] = MappingProxyType({
     # DIV between Dequantize and Quantize is exact and portable.
     "Div": "TFLite Micro's int8 DIV saturates quotients below one output step (an undefined "
            "shift), so Div runs in float32",
+    # why: TFLM's integer LSTM / SVDF need more than per-tensor activation ranges (an int16
+    # cell state in a power-of-two scale, calibrated gate intermediates, the effective
+    # scales TensorFlow's converter computes); edgenn imports and runs such models but its
+    # post-training quantizer does not make them
+    "LSTM": "edgenn's quantizer has no recipe for TFLite's integer LSTM (int16 cell state, "
+            "calibrated gate intermediates); quantize it with TensorFlow's converter",
+    "SVDF": "edgenn's quantizer has no recipe for TFLite's integer SVDF (int16 state); "
+            "quantize it with TensorFlow's converter",
 })
 
 
