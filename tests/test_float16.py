@@ -24,7 +24,7 @@ from edgenn.oracles.tflm import tflm_run
 from edgenn.quantize import float_islands, quantize, quantize_input
 
 FIXTURES = Path(__file__).parent / "fixtures" / "float16"
-MODELS = ["cnn_fp16", "mobilenet_fp16", "tanh_fp16"]
+MODELS = ["cnn_fp16", "mobilenet_fp16", "tanh_fp16", "lstm_fp16", "seanet_fp16"]
 FLOAT16 = int(tflite.TensorType.FLOAT16)
 OP = tflite.BuiltinOperator
 
@@ -38,7 +38,8 @@ def _inputs(graph_shape: tuple[int, ...], n: int, seed: int) -> np.ndarray:
 
 
 def _litert(data: bytes, x: np.ndarray) -> np.ndarray:
-    """LiteRT's builtin kernels (no XNNPACK delegate), one sample at a time."""
+    """LiteRT's builtin kernels (no XNNPACK delegate), one sample at a time, each from the
+    initial state (LiteRT keeps an LSTM's state across invocations unless reset)."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     interp = Interpreter(model_content=data, experimental_op_resolver_type=(
@@ -47,6 +48,7 @@ def _litert(data: bytes, x: np.ndarray) -> np.ndarray:
     (inp,), (out,) = interp.get_input_details(), interp.get_output_details()
     rows = []
     for row in x:
+        interp.reset_all_variables()
         interp.set_tensor(inp["index"], row[None])
         interp.invoke()
         rows.append(interp.get_tensor(out["index"])[0])
@@ -91,8 +93,13 @@ def test_float16_weights_are_not_the_float32_weights() -> None:
     np.testing.assert_allclose(y32, _litert(_data("cnn_float"), x), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("name, activations", [("mobilenet_fp16", "int8"),
-                                               ("cnn_fp16", "int16")])
+@pytest.mark.parametrize("name, activations", [
+    ("mobilenet_fp16", "int8"), ("cnn_fp16", "int16"),
+    pytest.param("cnn_fp16", "int8", marks=pytest.mark.slow),
+    pytest.param("mobilenet_fp16", "int16", marks=pytest.mark.slow),
+    pytest.param("tanh_fp16", "int8", marks=pytest.mark.slow),
+    pytest.param("seanet_fp16", "int8", marks=pytest.mark.slow),
+    pytest.param("seanet_fp16", "int16", marks=pytest.mark.slow)])
 def test_quantized_float16_model_is_bit_exact_on_tflm_ref_and_cortex_m4(
         name: str, activations: str) -> None:
     graph = load_tflite(_data(name), name)
