@@ -212,3 +212,69 @@ def test_clip_is_quantized_and_bit_exact_with_tflm(lo: float | None, hi: float |
     if activations == "int8":  # one emulator build is enough for the clamp kernel
         (m4,) = compile_model(q, "cortex-m4").run(xq)
         assert int(np.count_nonzero(m4 != tflm)) == 0
+
+
+# -- BatchNorm and HardSigmoid: rewritten as Mul / Add (/ Clip) before quantization ----------
+
+
+def gated(seed: int = 13) -> Graph:
+    """Conv -> HardSigmoid gate (PyTorch's alpha 1/6, beta 1/2) -> Mul -> flatten -> FC ->
+    BatchNorm over the features (a BatchNorm1d the import cannot fold)."""
+    rng = np.random.default_rng(seed)
+    tensors = [
+        _t("x", (1, 4, 4, 3)), _c("w", rng.normal(0, 0.5, (6, 3, 3, 3))),
+        _c("b", rng.normal(0, 0.2, 6)), _t("c", (1, 4, 4, 6)), _t("g", (1, 4, 4, 6)),
+        _t("m", (1, 4, 4, 6)), _t("f", (1, 96)), _c("w2", rng.normal(0, 0.2, (5, 96))),
+        _t("h", (1, 5)), _c("gamma", rng.uniform(0.5, 2, 5)), _c("beta", rng.normal(0, 1, 5)),
+        _c("mean", rng.normal(0, 0.5, 5)), _c("var", rng.uniform(0.2, 3, 5)), _t("y", (1, 5)),
+    ]
+    nodes = [
+        Node("conv", "Conv2D", ("x", "w", "b"), ("c",), {"pads": (1, 1, 1, 1)}),
+        Node("gate", "HardSigmoid", ("c",), ("g",), {"alpha": 1 / 6, "beta": 0.5}),
+        Node("se", "Mul", ("c", "g"), ("m",), {}),
+        Node("flat", "Reshape", ("m",), ("f",), {"shape": (1, 96)}),
+        Node("fc", "FullyConnected", ("f", "w2", ""), ("h",), {}),
+        Node("bn", "BatchNorm", ("h", "gamma", "beta", "mean", "var"), ("y",),
+             {"epsilon": 1e-3}),
+    ]
+    return Graph("gated", {t.name: t for t in tensors}, nodes, ("x",), ("y",)).validate()
+
+
+@pytest.mark.parametrize("activations", ["int8", "int16"])
+def test_batch_norm_and_hard_sigmoid_are_quantized(activations: str) -> None:
+    from edgenn.backends.ref import compile_ref
+    from edgenn.quantize import dequantize_output
+
+    g = gated()
+    assert float_islands(g, activations) == []
+    x = np.random.default_rng(14).normal(0, 1, (64, 4, 4, 3)).astype(np.float32)
+    q = quantize(g, x, activations=activations)
+    ops = [n.op for n in q.nodes]
+    assert "HardSigmoid" not in ops and "BatchNorm" not in ops and "Dequantize" not in ops
+    assert ops.count("Clip") == 1 and ops.count("Mul") == 3 and ops.count("Add") == 2
+    xq = quantize_input(q, x[:24])
+    (tflm,) = tflm_run(export_tflite(q), xq)
+    (ref,) = compile_ref(q).run(xq)
+    assert int(np.count_nonzero(ref != tflm)) == 0
+    if activations == "int8":
+        (m4,) = compile_model(q, "cortex-m4").run(xq)
+        assert int(np.count_nonzero(m4 != tflm)) == 0
+    # and it still computes the float model (the rewrite is exact in float32)
+    (want,) = compile_ref(g).run(x[:24])
+    span = float(want.max() - want.min())
+    assert np.abs(dequantize_output(q, ref) - want).max() < 0.05 * span
+
+
+def test_the_rewrite_computes_the_float_model() -> None:
+    from edgenn.backends.ref import compile_ref
+    from edgenn.quantize.lower import lower_for_quantization
+
+    g = gated()
+    lowered = lower_for_quantization(g)
+    assert [n.op for n in lowered.nodes] == ["Conv2D", "Mul", "Add", "Clip", "Mul", "Reshape",
+                                             "FullyConnected", "Mul", "Add"]
+    plain = classifier("Sigmoid")
+    assert lower_for_quantization(plain) is plain  # nothing to rewrite: the same graph
+    x = np.random.default_rng(15).normal(0, 2, (16, 4, 4, 3)).astype(np.float32)
+    (want,), (got,) = compile_ref(g).run(x), compile_ref(lowered).run(x)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

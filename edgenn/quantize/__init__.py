@@ -20,6 +20,7 @@ from edgenn.ir import DType, Graph, QuantParams
 from edgenn.quantize import rules, scheme
 from edgenn.quantize.calibrate import calibration_inputs, collect
 from edgenn.quantize.islands import FloatIsland, float_islands, float_reason, quantized_ops
+from edgenn.quantize.lower import lower_for_quantization
 from edgenn.quantize.observers import METHODS, Observer
 from edgenn.quantize.rewrite import build_int8_graph, check_float_graph
 
@@ -69,7 +70,7 @@ def quantize(
         raise EdgennError(f"unknown quantize option(s): {', '.join(sorted(unknown))}")
     act = scheme.activation_type(str(options.get("activations", "int8")))
     check_float_graph(graph)
-    graph.validate()
+    graph = lower_for_quantization(graph.validate())
     calibration_inputs(graph, calibration)  # shape errors before any work
 
     int8_ops = quantized_ops(act)

@@ -10,8 +10,9 @@ fails is its reason for staying float32 (between a Dequantize and a Quantize):
 3. its data operands are float32 (integer operands only where the rule takes indices);
 4. a weighted operator's weights and bias are constants.
 
-``quantize`` chooses its quantized nodes with :func:`float_reason`, so the list
-:func:`float_islands` gives is exactly what the quantized graph runs in float32.
+``quantize`` chooses its quantized nodes with :func:`float_reason`, after the same rewrite of
+BatchNorm and HardSigmoid (``lower.py``), so the list :func:`float_islands` gives is exactly
+what the quantized graph runs in float32.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from edgenn.ir import DType, Graph, Node
 from edgenn.quantize import rules, scheme
+from edgenn.quantize.lower import lower_for_quantization
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ def float_islands(graph: Graph, activations: str = "int8") -> list[FloatIsland]:
     arithmetic, indices) are not listed: they are not float."""
     act = scheme.activation_type(activations)
     ops = quantized_ops(act)
+    graph = lower_for_quantization(graph)  # what ``quantize`` quantizes
     found = []
     for node in graph.nodes:
         if not _touches_float(graph, node):
