@@ -161,3 +161,22 @@ def test_non_finite_float16_weight_is_refused() -> None:
     w = np.array([1, np.inf, 0, 2], np.float16)
     with pytest.raises(ModelFormatError, match="'w' holds non-finite values"):
         load_tflite(_fp16_add(FLOAT16, buffer=w), "inf")
+
+
+def test_cli_quantizes_a_float16_model(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The user's path: ``edgenn quantize`` on the float16 file writes an all-integer file
+    that TFLite Micro and edgenn run alike."""
+    from edgenn.cli.main import main
+
+    calib, out = tmp_path / "calib.npz", tmp_path / "q.tflite"
+    np.savez(calib, x=_inputs((1, 24, 24, 3), 16, seed=5))
+    assert main(["quantize", str(FIXTURES / "mobilenet_fp16.tflite"), "--calib", str(calib),
+                 "-o", str(out), "--activations", "int16"]) == 0
+    assert "every operator is quantized" in capsys.readouterr().out
+    q = load_tflite(out.read_bytes(), "q")
+    assert {q.tensor(n).dtype for n in (*q.inputs, *q.outputs)} == {DType.INT16}
+    xq = quantize_input(q, _inputs((1, 24, 24, 3), 6, seed=6))
+    (tflm,) = tflm_run(out.read_bytes(), xq)
+    (ref,) = compile_model(q).run(xq)
+    assert int(np.count_nonzero(ref != tflm)) == 0
