@@ -51,7 +51,9 @@ def quantize(
     Which operators get an integer kernel, and which outputs keep their input's parameters
     or take fixed ones (Softmax, Logistic, Tanh), follows TFLite Micro's kernels operator by
     operator (``rules.py``); the others run in float32 between Dequantize and Quantize, and
-    :func:`float_islands` lists them with the reason. Integer inputs (Gather
+    :func:`float_islands` lists them with the reason. BatchNorm and HardSigmoid, which
+    TFLite does not have, are first rewritten as Mul / Add (/ Clip) (``lower.py``). Integer
+    inputs (Gather
     indices) take integer calibration data and stay as they are; ArgMax / ArgMin outputs
     become int32.
 
