@@ -58,7 +58,9 @@ def test_int16_ranges_fix_softmax_logistic_tanh_outputs() -> None:
     assert params["x"] == scheme.symmetric_params(-2.0, 3.0)
     for op in ("Sigmoid", "Tanh"):
         assert scheme.INT16.fixed_params(op) == QuantParams.per_tensor(1 / 32768, 0)
-        assert scheme.INT8.fixed_params(op) is None  # int8 keeps them in float
+    # int8: TFLite's fixed Logistic / Tanh outputs (quantization spec)
+    assert scheme.INT8.fixed_params("Sigmoid") == QuantParams.per_tensor(1 / 256, -128)
+    assert scheme.INT8.fixed_params("Tanh") == QuantParams.per_tensor(1 / 128, 0)
 
 
 def test_int64_bias_keeps_large_values() -> None:

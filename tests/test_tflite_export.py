@@ -582,14 +582,25 @@ def test_float_clip_exports_as_relu_family(lo: float, hi: float) -> None:
     np.testing.assert_array_equal(want, np.clip(x, lo, hi))
 
 
-def test_int8_clip_is_unsupported() -> None:
+def test_int8_clip_exports_as_maximum_minimum() -> None:
+    """An int8 Clip whose output keeps its input's parameters (what the quantizer writes) is
+    MAXIMUM / MINIMUM of stored integers; other output parameters cannot be exported."""
+    from edgenn.backends.ref import compile_ref
+
     shape = (1, 4)
     q = qp(0.05, 3)
     g = _unary_graph(
         "Clip", Tensor("x", shape, DType.INT8, q), Tensor("y", shape, DType.INT8, q), min=-2, max=3
     )
-    with pytest.raises(UnsupportedOperatorError, match="'clip'"):
-        export_tflite(g)
+    x = np.random.default_rng(6).integers(-128, 128, (16, *shape[1:])).astype(np.int8)
+    (want,) = run_tflm(export_tflite(g), [x])
+    (ours,) = compile_ref(g).run(x)
+    np.testing.assert_array_equal(want, ours)
+    assert want.min() == 3 - 40 and want.max() == 3 + 60  # both bounds bite
+    other = _unary_graph("Clip", Tensor("x", shape, DType.INT8, q),
+                         Tensor("y", shape, DType.INT8, qp(0.1, 0)), min=-2, max=3)
+    with pytest.raises(UnsupportedOperatorError, match="clip whose output parameters differ"):
+        export_tflite(other)
 
 
 # -- random convolutions (hypothesis) -------------------------------------------------------

@@ -1,4 +1,8 @@
-"""``edgenn quantize MODEL --calib mnist|FILE.npz -o OUT.tflite [--activations int16]``."""
+"""``edgenn quantize MODEL --calib mnist|FILE.npz -o OUT.tflite [--activations int16] [--json S]``.
+
+Prints what it wrote and every operator it kept in float32, with the reason
+(``edgenn.quantize.float_islands``); ``--json`` writes the same summary.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ from typing import Any
 
 from edgenn.api import load_model, quantize_model
 from edgenn.cli.console import console
+from edgenn.cli.options import STDOUT, add_json_option, write_json
 from edgenn.errors import EdgennError
+from edgenn.quantize import float_islands
 from edgenn.quantize.calibration_data import calibration_data
 
 
@@ -24,6 +30,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--activations", choices=("int8", "int16"), default="int8",
                    help="activation type: int8, or int16 (TFLite's 16x8 scheme: symmetric "
                         "int16 activations, int8 weights, int64 biases)")
+    add_json_option(p, "the summary (file, scheme, operators, float32 operators and why)")
     p.set_defaults(func=run)
 
 
@@ -35,8 +42,24 @@ def run(args: argparse.Namespace) -> int:
         raise EdgennError("--calib-size must be positive")
     calib = calibration_data(graph, args.calib, args.calib_size)
     qgraph = quantize_model(graph, calib, method=args.method, activations=args.activations)
-    save_tflite(qgraph, args.output)
     kind = "int8" if args.activations == "int8" else "16x8 (int16 activations, int8 weights)"
+    islands = float_islands(graph, args.activations)
+    to_stdout = args.json == STDOUT
+    if islands and not to_stdout:
+        # why before writing: if a float32 operator cannot be exported, its reason is on screen
+        count = f"{len(islands)} operator{'s' if len(islands) > 1 else ''}"
+        console.print(f"kept in float32 ({count}, between Dequantize and Quantize):",
+                      markup=False)
+        for island in islands:
+            console.print(f"  {island.node} ({island.op}): {island.reason}", markup=False)
+    save_tflite(qgraph, args.output)
+    summary = {"output": args.output, "scheme": kind, "operators": len(qgraph.nodes),
+               "calibration_samples": len(calib), "method": args.method,
+               "float_operators": [island.to_json() for island in islands]}
+    if write_json(args.json, summary):
+        return 0
+    if not islands:
+        console.print("every operator is quantized (no float32 operators)", markup=False)
     console.print(
         f"wrote {args.output}: {kind}, {len(qgraph.nodes)} operators, calibrated on "
         f"{len(calib)} samples ({args.method})"

@@ -8,6 +8,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import tflite
 
+from edgenn.arith.fixed_point import quantize_scalar, type_range
 from edgenn.export.lowering import BO, OP, Lowering, empty_options, fused, op_version
 from edgenn.export.padding import PadMode, pad_mode, trim_pads
 from edgenn.ir import DType, QuantParams
@@ -294,17 +295,24 @@ def _relu6(lw: Lowering) -> None:
 
 @lowers("Clip")
 def _clip(lw: Lowering) -> None:
-    """RELU / RELU6 when the bounds match, else MAXIMUM then MINIMUM with constants.
+    """Float32: RELU / RELU6 when the bounds match, else MAXIMUM then MINIMUM with constants.
+    int8 / int16 (output parameters equal to the input's, as the quantizer gives them):
+    MAXIMUM then MINIMUM with the bounds quantized in those parameters, which compare stored
+    integers exactly as the IR's Clip clamps them.
 
     why: TFLM has no RELU_N1_TO_1 kernel, so only RELU and RELU6 are used as builtins.
     """
     assert lw.node is not None
     lo, hi = float(lw.node.attr("min", -np.inf)), float(lw.node.attr("max", np.inf))
-    x_ir = lw.ir(0)
-    if x_ir.dtype != DType.FLOAT32:
-        raise lw.unsupported(f"clip on {x_ir.dtype.value} (only float32 is exported)")
+    x_ir, y_ir = lw.ir(0), lw.out()
+    quantized = x_ir.dtype in (DType.INT8, DType.INT16)
+    if not quantized and x_ir.dtype != DType.FLOAT32:
+        raise lw.unsupported(f"clip on {x_ir.dtype.value} (float32, int8 and int16 are exported)")
+    if quantized and (x_ir.quant is None or x_ir.quant != y_ir.quant):
+        raise lw.unsupported(f"{x_ir.dtype.value} clip whose output parameters differ from its "
+                             "input's (TFLM's MAXIMUM / MINIMUM do not rescale)")
     table = {(0.0, 6.0): OP.RELU6, (0.0, float("inf")): OP.RELU}
-    builtin = table.get((lo, hi))
+    builtin = None if quantized else table.get((lo, hi))
     if builtin is not None:
         lw.emit(builtin, [lw.input(0)], [lw.output()])
         return
@@ -313,19 +321,28 @@ def _clip(lw: Lowering) -> None:
     steps = [(op, bound) for op, bound in steps if np.isfinite(bound)]
     options = empty_options(tflite.MaximumMinimumOptionsStart, tflite.MaximumMinimumOptionsEnd)
     for k, (op, bound) in enumerate(steps):
-        c = lw.new_tensor(
-            f"{lw.node.name}_bound", (1,), DType.FLOAT32, data=np.array([bound], np.float32)
-        )
+        c = lw.new_tensor(f"{lw.node.name}_bound", (1,), x_ir.dtype, x_ir.quant,
+                          data=_clip_bound(bound, x_ir.dtype, x_ir.quant))
         out = (
             y
             if k == len(steps) - 1
-            else lw.new_tensor(f"{lw.node.name}_max", x_ir.shape, DType.FLOAT32)
+            else lw.new_tensor(f"{lw.node.name}_max", x_ir.shape, x_ir.dtype, x_ir.quant)
         )
         lw.emit(op, [x, c], [out], BO.MaximumMinimumOptions, options)
         x = out
     if not steps:  # no bound at all: a copy
         shape_t = lw.int32_const(f"{lw.node.name}_shape", list(x_ir.shape))
         lw.emit(OP.RESHAPE, [x, shape_t], [y], BO.ReshapeOptions, _prebuilt(list(x_ir.shape)))
+
+
+def _clip_bound(bound: float, dtype: DType, quant: QuantParams | None) -> np.ndarray:
+    """A Clip bound as a one-element constant of ``dtype``: float32 as it is, or quantized
+    like the IR's integer Clip quantizes it (TFLite's Quantize, clamped to the type)."""
+    if quant is None:
+        return np.array([bound], np.float32)
+    lo, hi = type_range(dtype)
+    q = min(max(quantize_scalar(bound, quant.s, quant.zp), lo), hi)
+    return np.array([q], dtype.numpy)
 
 
 @lowers("Softmax")

@@ -19,10 +19,13 @@ from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, QuantParams
 from edgenn.quantize import rules, scheme
 from edgenn.quantize.calibrate import calibration_inputs, collect
+from edgenn.quantize.islands import FloatIsland, float_islands, float_reason, quantized_ops
+from edgenn.quantize.lower import lower_for_quantization
 from edgenn.quantize.observers import METHODS, Observer
-from edgenn.quantize.rewrite import build_int8_graph, check_float_graph, runs_int8
+from edgenn.quantize.rewrite import build_int8_graph, check_float_graph
 
-__all__ = ["METHODS", "dequantize_output", "quantize", "quantize_input"]
+__all__ = ["METHODS", "FloatIsland", "dequantize_output", "float_islands", "quantize",
+           "quantize_input"]
 
 
 def quantize(
@@ -46,8 +49,11 @@ def quantize(
     int64 biases, int16 Softmax / Logistic / Tanh outputs at scale 1/32768.
 
     Which operators get an integer kernel, and which outputs keep their input's parameters
-    or take fixed ones, follows TFLite Micro's kernels operator by operator (``rules.py``);
-    the others run in float32 between Dequantize and Quantize. Integer inputs (Gather
+    or take fixed ones (Softmax, Logistic, Tanh), follows TFLite Micro's kernels operator by
+    operator (``rules.py``); the others run in float32 between Dequantize and Quantize, and
+    :func:`float_islands` lists them with the reason. BatchNorm and HardSigmoid, which
+    TFLite does not have, are first rewritten as Mul / Add (/ Clip) (``lower.py``). Integer
+    inputs (Gather
     indices) take integer calibration data and stay as they are; ArgMax / ArgMin outputs
     become int32.
 
@@ -66,11 +72,11 @@ def quantize(
         raise EdgennError(f"unknown quantize option(s): {', '.join(sorted(unknown))}")
     act = scheme.activation_type(str(options.get("activations", "int8")))
     check_float_graph(graph)
-    graph.validate()
+    graph = lower_for_quantization(graph.validate())
     calibration_inputs(graph, calibration)  # shape errors before any work
 
-    int8_ops = _quantized_ops(act)
-    int8_nodes = [n for n in graph.nodes if runs_int8(graph, n, int8_ops, act)]
+    int8_ops = quantized_ops(act)
+    int8_nodes = [n for n in graph.nodes if float_reason(graph, n, int8_ops, act) is None]
     observer_opts = {k: options[k] for k in ("percentile", "bins", "max_samples") if k in options}
     # why: only float tensors get parameters; integer ones (indices) pass unchanged
     observers = {name: Observer("minmax") for name in graph.inputs
@@ -102,23 +108,6 @@ def quantize(
     params = scheme.activation_ranges(graph, ranges, int8_nodes,
                                       bool(options.get("skippable_blocks", True)), act)
     return build_int8_graph(graph, params, {n.name for n in int8_nodes}, method, act)
-
-
-def _quantized_ops(act: scheme.ActivationType) -> frozenset[str]:
-    """The scheme's operators for ``act`` that the reference runtime has a kernel of that
-    type for (the others run in float32 between Dequantize and Quantize)."""
-    import edgenn.backends.ref.kernels  # noqa: F401  (registers the layers)
-    from edgenn.backends.ref.layer import registered
-
-    available = {op for op, dt in registered() if dt == act.dtype}
-    if not available:
-        return act.ops
-
-    def has_kernel(op: str) -> bool:
-        rule = rules.rule(op)
-        return (rule.becomes if rule is not None and rule.becomes else op) in available
-
-    return frozenset(op for op in act.ops if has_kernel(op))
 
 
 def _io_params(graph: Graph, name: str) -> tuple[QuantParams, DType]:

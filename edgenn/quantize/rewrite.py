@@ -39,27 +39,6 @@ def check_float_graph(graph: Graph) -> None:
             )
 
 
-def runs_int8(graph: Graph, node: Node, int8_ops: frozenset[str],
-              act: scheme.ActivationType = scheme.INT8) -> bool:
-    """True when ``node`` gets a quantized kernel of ``act``'s type: an op of ``int8_ops``
-    that TFLite Micro runs for this node (``rules.why_not``), over float32 data operands
-    (integer ones only where the rule allows indices), with constant weights and bias for
-    the weighted operators."""
-    r = rules.rule(node.op)
-    if node.op not in int8_ops or r is None:
-        return False
-    if rules.why_not(graph, node, act.dtype) is not None:
-        return False
-    for i, t in enumerate(graph.node_inputs(node)):
-        if t is None:
-            continue
-        if t.dtype is not DType.FLOAT32 and i not in r.index_operands:
-            return False
-        if r.weighted and i > 0 and not t.is_const:
-            return False
-    return True
-
-
 def _float(t: Tensor) -> bool:
     return t.dtype is DType.FLOAT32
 

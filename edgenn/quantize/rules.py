@@ -10,7 +10,7 @@ Each IR operator the quantizer can give an integer kernel has one :class:`OpRule
   Resize: TFLM copies the bytes or checks the parameters are equal), one set shared by every
   input and the output (Concat, Maximum, Minimum), or none at all for integer indices (ArgMax).
   ``output16`` overrides it for the int16 kernel (int16 Relu6 keeps its input's parameters).
-- ``fixed``: output parameters TFLM insists on, per type (Softmax, int16 Logistic / Tanh,
+- ``fixed``: output parameters TFLM insists on, per type (Softmax, Logistic / Tanh,
   L2Norm's 1/128).
 - ``weighted``: input 1 holds constant weights (per-channel symmetric int8 along axis 0) and
   input 2 an optional bias (int32, or int64 in 16x8): Conv2D, FullyConnected, TransposeConv2D.
@@ -19,7 +19,8 @@ Each IR operator the quantizer can give an integer kernel has one :class:`OpRule
 - ``check``: a predicate naming why TFLM cannot run one particular node quantized (a bilinear
   int16 Resize, a grouped TransposeConv2D), or None when it can.
 
-``KEPT_FLOAT`` lists the operators whose TFLM integer kernel is not worth using (Div).
+``KEPT_FLOAT`` lists the operators with a TFLM integer kernel that the quantizer leaves in
+float32, each with its reason (Div: the kernel is not worth using; LSTM / SVDF: no recipe).
 
 Every fact here was checked against TFLite Micro's Prepare functions and, in the tests,
 against the interpreter itself.
@@ -45,6 +46,11 @@ SOFTMAX_PARAMS_8 = (1.0 / 256.0, -128)
 UNIT_PARAMS_16 = (1.0 / 32768.0, 0)
 # int8 L2_NORMALIZATION output: scale 1/128, zero point 0 (TFLM requires it)
 L2NORM_PARAMS_8 = (1.0 / 128.0, 0)
+# int8 LOGISTIC output in [0, 1): scale 1/256, zero point -128 (TFLite's quantization spec;
+# TFLM's kernel writes its fixed-point result in these parameters whatever the tensor says)
+LOGISTIC_PARAMS_8 = (1.0 / 256.0, -128)
+# int8 TANH output in [-1, 1): scale 1/128, zero point 0 (TFLite's quantization spec)
+TANH_PARAMS_8 = (1.0 / 128.0, 0)
 
 Check = Callable[[Graph, Node, DType], str | None]
 
@@ -127,6 +133,9 @@ RULES: Mapping[str, OpRule] = MappingProxyType({
     # why: the int16 RELU6 clamps stored values in its input's parameters and copies them
     # (TFLM reads no output parameters); the int8 one rescales to its own clipped range
     "Relu6": OpRule(BOTH, output16=Output.INPUT),
+    # why INPUT: a Clip with other bounds than Relu / Relu6 is TFLite's MAXIMUM and MINIMUM
+    # with constant bounds, which compare stored integers in one set of parameters
+    "Clip": OpRule(BOTH, Output.INPUT),
     "MaxPool2D": OpRule(BOTH, Output.INPUT),
     # why: TFLite's int8 AVERAGE_POOL_2D does not requantize
     "AvgPool2D": OpRule(BOTH, Output.INPUT),
@@ -135,9 +144,10 @@ RULES: Mapping[str, OpRule] = MappingProxyType({
     "Pad": OpRule(BOTH, Output.INPUT),
     "Concat": OpRule(BOTH, Output.SHARED),
     "Softmax": OpRule(BOTH, fixed={I8: SOFTMAX_PARAMS_8, I16: UNIT_PARAMS_16}),
-    # int8 Logistic / Tanh stay float (as before); int16 ones have TFLM's fixed outputs
-    "Sigmoid": OpRule(INT16_ONLY, fixed=_UNIT_16),
-    "Tanh": OpRule(INT16_ONLY, fixed=_UNIT_16),
+    # why fixed: TFLM's LOGISTIC / TANH compute in fixed point and write the result in
+    # TFLite's fixed output parameters (int8 lookup over the input's 256 values)
+    "Sigmoid": OpRule(BOTH, fixed={I8: LOGISTIC_PARAMS_8, I16: UNIT_PARAMS_16}),
+    "Tanh": OpRule(BOTH, fixed={I8: TANH_PARAMS_8, I16: UNIT_PARAMS_16}),
     # -- element-wise unary -------------------------------------------------------------------
     "LeakyRelu": OpRule(BOTH),
     "HardSwish": OpRule(INT8_ONLY),
@@ -182,6 +192,14 @@ KEPT_FLOAT: Mapping[str, str] = MappingProxyType({
     # DIV between Dequantize and Quantize is exact and portable.
     "Div": "TFLite Micro's int8 DIV saturates quotients below one output step (an undefined "
            "shift), so Div runs in float32",
+    # why: TFLM's integer LSTM / SVDF need more than per-tensor activation ranges (an int16
+    # cell state in a power-of-two scale, calibrated gate intermediates, the effective
+    # scales TensorFlow's converter computes); edgenn imports and runs such models but its
+    # post-training quantizer does not make them
+    "LSTM": "edgenn's quantizer has no recipe for TFLite's integer LSTM (int16 cell state, "
+            "calibrated gate intermediates); quantize it with TensorFlow's converter",
+    "SVDF": "edgenn's quantizer has no recipe for TFLite's integer SVDF (int16 state); "
+            "quantize it with TensorFlow's converter",
 })
 
 

@@ -21,8 +21,9 @@ below holds for both types.
 - Skippable blocks (``skippable_blocks=True``, the default): the output of a residual block
   with an identity shortcut ``Add(x, F(x))`` shares ``x``'s parameters (the union of both
   ranges), so skipping the block at run time is a pure alias (docs/skipping.md).
-- Fixed output parameters where TFLM requires them: Softmax (int8 1/256, zero point -128),
-  L2Norm (int8 1/128, zero point 0), int16 Softmax / Logistic / Tanh (1/32768, 0).
+- Fixed output parameters where TFLM requires them: Softmax and Logistic (int8 1/256, zero
+  point -128), Tanh and L2Norm (int8 1/128, zero point 0), int16 Softmax / Logistic / Tanh
+  (1/32768, 0).
 - ArgMax / ArgMin outputs are int32 indices (TFLM writes no int64), never quantized.
 - A fused ReLU / ReLU6 / ReLU_N1_TO_1 clips the output range to what the activation can give.
 """
@@ -246,7 +247,7 @@ def activation_ranges(
     """Quantization parameters for every non-constant tensor in ``ranges``.
 
     ``ranges`` holds the calibrated real range of each activation; this applies the fused
-    activation clip, the fixed output parameters (Softmax, L2Norm; int16 Logistic / Tanh), the
+    activation clip, the fixed output parameters (Softmax, Logistic, Tanh, L2Norm), the
     shared-parameter groups (with ``skippable_blocks``, also each identity residual block's
     input and output) and ``act``'s range rule.
     """

@@ -6,6 +6,7 @@ import tflite
 
 from edgenn.errors import GraphValidationError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.float16 import fold_float16
 from edgenn.frontends.tflite.reader import RawModel, read_tflite
 from edgenn.frontends.tflite.registry import converters
 from edgenn.ir import Graph
@@ -31,9 +32,10 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     """Import a TFLite model (its bytes; ``name`` is used in error messages and as graph name).
 
     Reads the first subgraph. Supported: int8 fully quantized models as TensorFlow's converter
-    writes them (per-channel weights, int32 biases) and float32 models.
+    writes them (per-channel weights, int32 biases), 16x8 models, float32 models, and float32
+    models with float16 weights (folded to float32 constants: ``float16.py``).
     """
-    raw = read_tflite(bytes(data), name)
+    raw = fold_float16(read_tflite(bytes(data), name), name)
     b = Builder(raw, name)
     for op in raw.operators:
         convert = converters().get(op.opcode)
