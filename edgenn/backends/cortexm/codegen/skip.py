@@ -97,7 +97,7 @@ def skip_blocks(graph: Graph, core: Core, blocks: Sequence[Any],
     buffer instead: a few cycles more per skipped block, but ``x`` no longer has to outlive
     the blocks after it, which can shrink the one arena every configuration shares.
     """
-    from edgenn.passes.skip import apply_skip
+    from edgenn.passes.skip import skip_node
 
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     aliases = reshape_aliases(graph)
@@ -106,16 +106,16 @@ def skip_blocks(graph: Graph, core: Core, blocks: Sequence[Any],
     for block in blocks:
         bit = int(block.index) - 1
         layers = tuple(sorted(order[n] for n in block.nodes))
-        skipped = apply_skip(graph, frozenset({block.name}))
-        rep = skipped.producer(block.output)
-        if rep is None:
-            raise PlanError(f"apply_skip({block.name}) left no producer of {block.output!r}")
+        # why skip_node, not apply_skip: the node apply_skip puts in, without rebuilding and
+        # re-validating the whole graph once per block; it reads x and writes the block
+        # output, tensors of ``graph`` itself, so its kernel is prepared against ``graph``.
+        rep = skip_node(graph, block)
         # why: an aliased graph output would move away from its manifest offset: copy instead.
         if rep.op == "Reshape" and block.output not in output_roots and not copy_aliases:
             out.append(SkipBlock(block.name, bit, block.input, block.output, layers, ALIAS,
                                  None, rep.op))
             continue
-        kcall = select_kernel(rep, skipped, core).prepare(rep, skipped, core)
+        kcall = select_kernel(rep, graph, core).prepare(rep, graph, core)
         if kcall.scratch_bytes:
             raise PlanError(f"{block.name}: the skip replacement {rep.op} needs scratch memory")
         out.append(SkipBlock(block.name, bit, block.input, block.output, layers, RUN, kcall,
