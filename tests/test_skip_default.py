@@ -205,3 +205,24 @@ def test_skip_layout_of_twenty_blocks_plans_linearly(
     assert len(layout.configs) == 21
     assert counter.calls <= 2 * (21 + 1) * 2  # alias and copy plans: configs + union each
     assert set(layout.peak_bytes_per_config) == set(layout.configs)
+
+
+# ------------------------------------------------------------- what a build was asked for
+def test_skip_support_only_when_asked() -> None:
+    from edgenn.backends.cortexm.codegen.skip import skip_request
+    from edgenn.errors import EdgennError
+
+    graph = quantized(residual_net(n_blocks=12))
+    for plain in (skip_request(graph), skip_request(graph, skip="none"),
+                  skip_request(graph, skip=())):
+        assert plain.blocks == () and plain.configs is None and plain.default == frozenset()
+    asked = skip_request(graph, skippable=True)
+    assert len(asked.blocks) == 12 and asked.configs is None  # default_configs, at plan time
+    named = skip_request(graph, skip="block2,block5")
+    assert named.default == {"block2", "block5"}
+    assert named.configs == (*configs_up_to(find_blocks(graph), 1), named.default)
+    listed = skip_request(graph, skip="block3", configs=[["block1", "block2"]])
+    assert listed.configs == (frozenset({"block1", "block2"}), frozenset({"block3"}))
+    with pytest.raises(EdgennError, match="unknown block 'block13'.*block1, block2") as err:
+        skip_request(graph, skip="block13")
+    assert "\n" not in str(err.value)

@@ -31,7 +31,7 @@ from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import PlanError
 from edgenn.ir import Graph
 from edgenn.memory import Buffer, MemoryPlan, check_plan, get_planner, reshape_aliases
-from edgenn.passes.skip.config import default_configs
+from edgenn.passes.skip import default_configs, find_blocks, parse_skip, skip_node
 
 ALIAS, RUN = "alias", "run"
 
@@ -97,8 +97,6 @@ def skip_blocks(graph: Graph, core: Core, blocks: Sequence[Any],
     buffer instead: a few cycles more per skipped block, but ``x`` no longer has to outlive
     the blocks after it, which can shrink the one arena every configuration shares.
     """
-    from edgenn.passes.skip import skip_node
-
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     aliases = reshape_aliases(graph)
     output_roots = {aliases.get(o, o) for o in graph.outputs}
@@ -240,14 +238,14 @@ def skip_request(graph: Graph, skippable: bool = False, skip: str | Iterable[str
     a ``configs`` list; otherwise, even with skippable blocks in ``graph``, a plain build,
     exactly as for a network without any (why: skipping is optional and must cost nothing
     when unused). Unknown block names are one-line EdgennErrors naming the known blocks."""
-    from edgenn.passes.skip import find_blocks, parse_skip
-
     asked = configs is not None
     chosen = None if configs is None else tuple(frozenset(c) for c in configs)
     if not (skippable or asked or skip):
         return SkipRequest()
     blocks = find_blocks(graph)
     default = parse_skip(skip, blocks)
+    if not (skippable or asked or default):  # ``skip="none"``: the full network, plain
+        return SkipRequest()
     if default and chosen is not None and default not in chosen:
         chosen = (*chosen, default)
     elif default and chosen is None and default not in default_configs(blocks):
