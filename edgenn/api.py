@@ -52,6 +52,8 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     fusion = fusion_options(dict(options))
     options = {k: v for k, v in options.items() if k not in fusion}
     skip_spec = options.pop("skip", None)
+    if skip_spec and backend.skip_in_firmware:  # a skip-capable build, planned for it
+        options["skip"] = skip_spec
     parsed = backend.parse_options(options)  # unknown options fail here, for every target
     if skip_spec and not backend.skip_in_firmware:  # these run the configuration's graph
         from edgenn.passes.skip import apply_skip, parse_skip
@@ -65,11 +67,7 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
         graph = fuse_for_target(
             graph, target, fuse, fusion.get("fusion_variant") or "d",
             fusion.get("ram_budget"), fusion.get("latency_bound")).graph
-    exe = backend.build(graph, parsed)
-    if skip_spec and backend.skip_in_firmware:  # one build serves every configuration
-        exe.skip_mask(skip_spec)  # unknown block names fail here, at compile time
-        exe.default_skip = skip_spec
-    return exe
+    return backend.build(graph, parsed)
 
 
 def _targets() -> tuple[str, ...]:

@@ -13,14 +13,13 @@ from typing import Any
 
 from edgenn.analysis import layer_costs
 from edgenn.backends.cortexm.codegen.memory import plan_arena
-from edgenn.backends.cortexm.codegen.skip import plan_skip_layout
 from edgenn.backends.cortexm.flash_policy import constant_bytes
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import Graph
 from edgenn.memory import MemoryPlan, plan_graph
-from edgenn.passes.skip import all_configs, find_blocks, plan_for_configs
+from edgenn.passes.skip import config_peak, find_blocks
 
 
 def target_kernels(graph: Graph, target: str) -> list[str | None]:
@@ -63,10 +62,10 @@ def target_memory(graph: Graph, target: str,
     its inputs, outputs and scratch plus tensors kept for later layers), ``io_bytes`` (its own
     input and output buffers), ``scratch_bytes``; and the arena the firmware would allocate.
 
-    The per-layer figures come from ``codegen.memory.plan_arena`` with the kernels' scratch
-    and in-place layers (the full network). The arena is that plan's peak, or for a model with
-    skippable residual blocks the skip-capable firmware's union plan (``plan_skip_layout``),
-    as the project generator plans it.
+    The per-layer figures and the arena come from ``codegen.memory.plan_arena`` with the
+    kernels' scratch and in-place layers, as the generator plans a build: skippable residual
+    blocks change nothing (a skip-capable firmware is built only when asked for, and its arena
+    is in its manifest, ``peak_bytes_per_config``; docs/skipping.md).
     """
     scratch = [c.scratch_bytes if c is not None else 0 for c in calls]
     plan = plan_arena(graph, scratch,
@@ -81,12 +80,8 @@ def target_memory(graph: Graph, target: str,
             "io_bytes": sum(sizes.get(n, 0) for n in own),
             "scratch_bytes": int(scratch[i]),
         })
-    peak = plan.peak_bytes
-    blocks = find_blocks(graph)
-    if blocks:
-        peak = plan_skip_layout(graph, get_core(target), blocks, scratch).plan.peak_bytes
     # why max(16, ...): the generator never emits an empty arena (firmware_arena_bytes)
-    return layers, max(16, peak)
+    return layers, max(16, plan.peak_bytes)
 
 
 def unsupported_line(graph: Graph, target: str, kernels: list[str | None]) -> str | None:
@@ -125,18 +120,19 @@ def summary(graph: Graph, planner: str = "greedy") -> dict[str, Any]:
         "param_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "arena_bytes": plan.peak_bytes,
         "planner": planner,
-        "skippable_blocks": skippable_blocks(graph),
+        "skippable_blocks": skippable_blocks(graph, planner),
     }
 
 
-def skippable_blocks(graph: Graph) -> list[dict[str, Any]]:
-    """Identity-shortcut residual blocks, named block1, block2, ... (docs/skipping.md)."""
+def skippable_blocks(graph: Graph, planner: str = "greedy") -> list[dict[str, Any]]:
+    """Identity-shortcut residual blocks, named block1, block2, ... (docs/skipping.md), each
+    with the arena of the network with that block alone skipped: one plan per block (why not
+    a plan over every configuration: that is 2**N plans, minutes for 18 blocks)."""
     blocks = find_blocks(graph)
-    if not blocks:
-        return []
-    peaks = plan_for_configs(graph, list(all_configs(blocks))).peak_bytes_per_config
     return [{"name": b.name, "input": b.input, "output": b.output, "nodes": list(b.nodes),
-             "arena_bytes_when_skipped": peaks[frozenset({b.name})]} for b in blocks]
+             "arena_bytes_when_skipped": config_peak(graph, frozenset({b.name}), blocks,
+                                                     planner)}
+            for b in blocks]
 
 
 def add_target_costs(info: dict[str, Any], graph: Graph, target: str) -> None:

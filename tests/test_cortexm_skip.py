@@ -49,7 +49,8 @@ def resnet() -> Graph:
 
 @pytest.fixture(scope="module")
 def resnet_m4(resnet: Graph, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    return compile_cortexm(resnet, "cortex-m4", out_dir=tmp_path_factory.mktemp("resnet_m4"))
+    return compile_cortexm(resnet, "cortex-m4", out_dir=tmp_path_factory.mktemp("resnet_m4"),
+                           skippable=True)
 
 
 # ------------------------------------------------------------------ the TF fixture (requantize)
@@ -130,16 +131,17 @@ def test_union_lifetimes_agree_with_plan_for_configs(resnet_m4, resnet: Graph) -
 
 
 def test_firmware_without_skipping_is_unchanged(resnet: Graph, tmp_path: Path) -> None:
-    exe = compile_cortexm(resnet, "cortex-m4", out_dir=tmp_path, skippable=False)
+    """Skip support is opt-in: the default build of a model with blocks is the plain one."""
+    exe = compile_cortexm(resnet, "cortex-m4", out_dir=tmp_path)
     assert "blocks" not in exe.manifest
     assert "skip_mask" not in (tmp_path / "model.c").read_text()
-    with pytest.raises(EdgennError, match="without skippable blocks"):
+    with pytest.raises(EdgennError, match="without skip support.*--skippable"):
         exe.run(np.zeros((1, 28, 28, 1), np.int8), skip="block1")
 
 
 @pytest.mark.parametrize(("core", "skip"), [("cortex-m0plus", "block2"), ("cortex-m7", "block1")])
 def test_other_cores(resnet: Graph, core: str, skip: str, tmp_path: Path) -> None:
-    exe = compile_cortexm(resnet, core, out_dir=tmp_path)
+    exe = compile_cortexm(resnet, core, out_dir=tmp_path, skippable=True)
     x = _digits(resnet)
     np.testing.assert_array_equal(exe.run(x, skip=skip)[0], _ref(resnet, frozenset({skip}), x))
     b = exe.emulate(x, skip="block1,block2")
@@ -215,7 +217,7 @@ def test_alias_blocks_bitexact(graph_output_is_block: bool, tmp_path: Path) -> N
     assert [b.name for b in blocks] == ["block1", "block2"]
     for b in blocks:
         assert apply_skip(g, {b.name}).producer(b.output).op == "Reshape"  # type: ignore[union-attr]
-    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False)
+    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False, skippable=True)
     kinds = [b["skipped_as"] for b in exe.manifest["blocks"]]
     assert kinds == (["alias", "reshape"] if graph_output_is_block else ["alias", "alias"])
     model_c = (tmp_path / "model.c").read_text()
@@ -233,7 +235,7 @@ def test_alias_plan_keeps_x_alive(tmp_path: Path) -> None:
     """When block 1 is skipped, the FC's input lives in x's bytes until the Reshape/FC read it:
     the union plan must not reuse x's bytes for anything alive in between."""
     g = alias_graph()
-    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False)
+    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False, skippable=True)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     layout = exe.project.skip
     by_name = {b.name: b for b in layout.plan.buffers}
@@ -250,7 +252,7 @@ def test_fused_chain_inside_blocks(resnet: Graph, tmp_path: Path) -> None:
         pytest.skip("the planner fused nothing here")
     blocks = find_blocks(fused)
     assert blocks, "fusing the convs of a block must keep the block skippable"
-    exe = compile_cortexm(fused, "cortex-m4", out_dir=tmp_path)
+    exe = compile_cortexm(fused, "cortex-m4", out_dir=tmp_path, skippable=True)
     x = _digits(fused, 8)
     for config in all_configs(blocks):
         np.testing.assert_array_equal(exe.run(x, skip=config)[0], _ref(fused, config, x))
@@ -280,7 +282,7 @@ def test_nested_blocks_bitexact(tmp_path: Path) -> None:
     g = nested_graph()
     blocks = find_blocks(g)
     assert [(b.name, b.add) for b in blocks] == [("block1", "add_in"), ("block2", "add_out")]
-    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False)
+    exe = compile_cortexm(g, "cortex-m4", out_dir=tmp_path, skip_copy=False, skippable=True)
     assert [b["skipped_as"] for b in exe.manifest["blocks"]] == ["quantize", "alias"]
     x = _random_x(g, 6)
     for config in [*all_configs(blocks), frozenset({"block1"})]:
@@ -291,9 +293,11 @@ def test_copying_skipped_blocks_when_that_shrinks_the_shared_arena(tmp_path: Pat
     """An alias keeps x alive across later blocks; a copy does not. The generator plans both
     and keeps the smaller arena; the copy firmware is as exact as the alias one."""
     g = alias_graph()
-    alias = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "alias", skip_copy=False)
-    copy = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "copy", skip_copy=True)
-    auto = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "auto")
+    alias = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "alias", skip_copy=False,
+                            skippable=True)
+    copy = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "copy", skip_copy=True,
+                           skippable=True)
+    auto = compile_cortexm(g, "cortex-m4", out_dir=tmp_path / "auto", skippable=True)
     sizes = [int(e.manifest["arena_bytes"]) for e in (alias, copy, auto)]
     assert sizes[2] == min(sizes[:2])
     assert all(b["skipped_as"] != "alias" for b in copy.manifest["blocks"])

@@ -21,9 +21,10 @@ class Backend:
     """One compile target.
 
     ``options``: a frozen dataclass whose fields are the target's options, each defaulting to
-    None (= the compile function's own default). ``skip_in_firmware``: the executable serves
-    every skip configuration itself (firmware with a skip mask); otherwise the skipped
-    configuration's graph is compiled. ``fusion``: layer fusion applies on this target.
+    None (= the compile function's own default). ``skip_in_firmware``: its options take ``skip``
+    (a skip configuration) and build firmware with a skip mask that runs it by default;
+    otherwise the skipped configuration's graph is compiled. ``fusion``: layer fusion applies
+    on this target.
     """
 
     name: str

@@ -35,8 +35,9 @@ def add_parser(sub: Any) -> None:
                    help="clock for the ms column of a cycle-model target (a Cortex-M)")
     add_json_option(p, "the report (schema edgenn.bench/1)")
     p.add_argument("--pareto-plot", default=None, metavar="PNG",
-                   help="also write the accuracy-vs-cycles Pareto plot over every skip "
-                        "configuration (models with skippable blocks; MNIST accuracy)")
+                   help="also write the accuracy-vs-cycles Pareto plot over the skip "
+                        "configurations (every one up to 10 blocks, else each block alone; "
+                        "models with skippable blocks; MNIST accuracy)")
     add_hidden_alias(p, "--plot", "pareto_plot", metavar="PNG")
     add_device_options(p)
     add_vta_options(p)

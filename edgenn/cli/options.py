@@ -70,6 +70,10 @@ def add_flags(p: argparse.ArgumentParser, options: type) -> None:
     for _, spec in option_flags(options):
         if spec.flag in present:
             continue
+        if spec.type is bool:  # why: a switch (present: True, absent: the default)
+            p.add_argument(spec.flag, dest=spec.dest, action="store_true",
+                           default=spec.default, help=spec.help)
+            continue
         extra: dict[str, Any] = {k: v for k, v in (("type", spec.type), ("choices", spec.choices),
                                                    ("metavar", spec.metavar)) if v is not None}
         p.add_argument(spec.flag, dest=spec.dest, default=spec.default, help=spec.help, **extra)

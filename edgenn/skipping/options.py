@@ -14,4 +14,5 @@ class SkipOptions:
     skip: str | None = option(
         "--skip", metavar="BLOCKS",
         help="skip these residual blocks, e.g. block2 or block2,block3 (names as `edgenn "
-             "inspect` shows them)")
+             "inspect` shows them); on a Cortex-M this builds skip-capable firmware that "
+             "runs that configuration by default (see --skippable)")

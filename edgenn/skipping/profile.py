@@ -41,7 +41,8 @@ def profile_configs(graph: Graph, configs: Sequence[SkipConfig] | None = None, *
                     cycles: Callable[[SkipConfig], int | None] | None = None,
                     images: np.ndarray | None = None, labels: np.ndarray | None = None,
                     on_config: Callable[[str], None] | None = None) -> list[ConfigProfile]:
-    """Profile each configuration (all subsets of the blocks by default).
+    """Profile each configuration (default: ``default_configs``, all subsets of up to ten
+    blocks).
 
     ``cycles(config)`` measures one inference (e.g. a Cortex-M4 build's ``bench``);
     ``images``/``labels`` (uint8 [N,H,W] and int labels) give the accuracy with the reference
@@ -49,10 +50,10 @@ def profile_configs(graph: Graph, configs: Sequence[SkipConfig] | None = None, *
     """
     from edgenn.backends.ref import compile_ref
     from edgenn.evaluate import images_to_input, predict
-    from edgenn.passes.skip import all_configs, apply_skip, find_blocks, plan_for_configs
+    from edgenn.passes.skip import apply_skip, default_configs, find_blocks, plan_for_configs
 
     blocks = find_blocks(graph)
-    configs = list(configs) if configs is not None else list(all_configs(blocks))
+    configs = list(configs) if configs is not None else default_configs(blocks)
     peaks = plan_for_configs(graph, configs).peak_bytes_per_config
     x = images_to_input(graph, images) if images is not None else None
     result = []

@@ -47,9 +47,15 @@ class CortexMOptions:
              "leaves room and they measure faster")
     out_dir: Any = None
     stack_bytes: int | None = None
-    skippable: bool | None = None
+    skippable: bool | None = option(
+        "--skippable", type=bool,
+        help="build skip-capable firmware: NAME_set_skip_mask switches residual blocks off "
+             "between inferences, one arena for every configuration (up to 10 blocks every "
+             "combination, beyond that each block alone; docs/skipping.md). Off by default: "
+             "a plain build has no mask code")
     skip_configs: Iterable[Iterable[str]] | None = None
     skip_copy: bool | None = None
+    skip: str | Iterable[str] | None = None  # --skip on a Cortex-M: planned, the run default
     widen: str | None = None
     compact: bool | None = None
     name: str | None = None

@@ -21,6 +21,7 @@ from edgenn.backends.cortexm.codegen.project import (
     Project,
     generate,
 )
+from edgenn.backends.cortexm.codegen.skip import skip_request
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
 from edgenn.backends.cortexm.flash_policy import (
     FlashPlan,
@@ -137,7 +138,8 @@ class CortexMExecutable:
         for name in names:
             if name not in bits:
                 have = (f"its blocks are {', '.join(bits)}" if bits else
-                        "it was built without skippable blocks")
+                        "it was built without skip support (compile with --skippable, or "
+                        "--skip BLOCKS; skippable=True from Python)")
                 raise EdgennError(f"firmware of model {self.graph.name!r}: cannot skip "
                                   f"{name!r}; {have}")
             mask |= 1 << bits[name]
@@ -299,18 +301,22 @@ class CortexMExecutable:
 
 def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str | Path | None = None,
                     ram_kb: int | None = None, opt: str = "-O2",
-                    stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = True,
+                    stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = False,
                     skip_configs: Iterable[Iterable[str]] | None = None,
-                    skip_copy: bool | None = None,
+                    skip_copy: bool | None = None, skip: str | Iterable[str] | None = None,
                     flash_kb: float | None = None, widen: str = "auto",
                     compact: bool | None = None, name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
                     arena: str = "static", emulator: str | None = None) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
-    With ``skippable`` and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``)
-    one firmware serves every skip configuration (``run(x, skip=...)``), its arena planned for
-    ``skip_configs`` (default: all). Raises PlanError if the arena does not fit ``ram_kb``,
+    Skip support only when asked for (docs/skipping.md): with ``skippable``, a ``skip``
+    configuration (``"block2"``: planned, and what ``run`` / ``bench`` use by default) or a
+    ``skip_configs`` list, and skippable blocks in ``graph`` (``edgenn.passes.skip.find_blocks``),
+    one firmware serves every planned configuration (``run(x, skip=...)``), its arena planned
+    for ``skip_configs`` (default: ``passes.skip.default_configs``, every subset of at most ten
+    blocks, else the full network and each block alone). Otherwise the firmware is the plain
+    one, whatever blocks the graph has. Raises PlanError if the arena does not fit ``ram_kb``,
     ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_kb``: the
     flash budget for constants and code (default: int8 parameter bytes + 48 KiB); kernels
     with pre-widened int16 weights are chosen only where it leaves room and they measure
@@ -327,11 +333,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     """
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
-    blocks: list[Any] = []
-    if skippable:
-        from edgenn.passes.skip import find_blocks
-
-        blocks = find_blocks(graph)
+    request = skip_request(graph, skippable, skip, skip_configs)
 
     final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
     measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
@@ -343,8 +345,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
         project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
-                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=blocks,
-                           skip_configs=skip_configs, widened_layers=plan.widened,
+                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
+                           skip_configs=request.configs, widened_layers=plan.widened,
                            compact_layers=plan.compact, **settings)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
         elf = build_project(project, archive=tmp is None)
@@ -373,6 +375,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                         f"{exe.sizes()['flash']:,} bytes of flash, more than --flash-kb "
                         f"{flash_kb:g} ({budget:,} bytes)")
     exe.emulator = emulator
+    exe.default_skip = request.default
     return exe
 
 

@@ -5,17 +5,25 @@ from edgenn.passes.skip.apply import SKIP_METADATA_KEY, apply_skip, is_alias, sk
 from edgenn.passes.skip.blocks import Block, find_blocks
 from edgenn.passes.skip.config import (
     FULL,
+    MAX_ENUMERATED_BLOCKS,
     SkipConfig,
     all_configs,
     config_mask,
     configs_up_to,
+    default_configs,
     format_skip,
     parse_skip,
 )
-from edgenn.passes.skip.memory import SkipMemoryPlan, config_buffers, plan_for_configs
+from edgenn.passes.skip.memory import (
+    SkipMemoryPlan,
+    config_buffers,
+    config_peak,
+    plan_for_configs,
+)
 
 __all__ = [
     "FULL",
+    "MAX_ENUMERATED_BLOCKS",
     "SKIP_METADATA_KEY",
     "Block",
     "SkipConfig",
@@ -24,7 +32,9 @@ __all__ = [
     "apply_skip",
     "config_buffers",
     "config_mask",
+    "config_peak",
     "configs_up_to",
+    "default_configs",
     "find_blocks",
     "format_skip",
     "is_alias",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import combinations
+from typing import Protocol
 
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph
@@ -16,6 +17,18 @@ from edgenn.passes.skip.blocks import Block, find_blocks
 SkipConfig = frozenset[str]
 
 FULL: SkipConfig = frozenset()
+
+
+class Named(Protocol):
+    """Anything with a block name: a ``Block``, or the Cortex-M generator's ``SkipBlock``."""
+
+    @property
+    def name(self) -> str: ...
+
+
+# why a bound: 2**N configurations cost 2**N plans; beyond this many blocks the default set
+# is the full network and each block skipped alone (N + 1), see default_configs.
+MAX_ENUMERATED_BLOCKS = 10
 
 
 def _blocks_of(source: Graph | Sequence[Block]) -> list[Block]:
@@ -44,7 +57,7 @@ def parse_skip(text: str | Iterable[str] | None, source: Graph | Sequence[Block]
     return frozenset(names)
 
 
-def all_configs(blocks: Sequence[Block]) -> list[SkipConfig]:
+def all_configs(blocks: Sequence[Named]) -> list[SkipConfig]:
     """Every subset of ``blocks`` (2**N configurations), ordered by their mask 0, 1, 2, ...:
     the full network first, the one skipping every block last."""
     names = [b.name for b in blocks]
@@ -52,7 +65,17 @@ def all_configs(blocks: Sequence[Block]) -> list[SkipConfig]:
             for mask in range(1 << len(names))]
 
 
-def configs_up_to(blocks: Sequence[Block], max_skipped: int) -> list[SkipConfig]:
+def default_configs(blocks: Sequence[Named]) -> list[SkipConfig]:
+    """The configurations planned when none are given: every subset (``all_configs``) of at
+    most ``MAX_ENUMERATED_BLOCKS`` blocks; for more, the full network and each single block
+    skipped (``configs_up_to(blocks, 1)``), so the count stays linear in the blocks. Any
+    other combination is planned when asked for by name (``skip_configs``, ``--skip``)."""
+    if len(blocks) > MAX_ENUMERATED_BLOCKS:
+        return configs_up_to(blocks, 1)
+    return all_configs(blocks)
+
+
+def configs_up_to(blocks: Sequence[Named], max_skipped: int) -> list[SkipConfig]:
     """The configurations skipping at most ``max_skipped`` blocks (full network first)."""
     names = [b.name for b in blocks]
     return [frozenset(c) for k in range(min(max_skipped, len(names)) + 1)

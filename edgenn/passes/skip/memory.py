@@ -22,7 +22,7 @@ from edgenn.memory.lifetimes import reshape_aliases
 from edgenn.memory.plan import DEFAULT_ALIGNMENT
 from edgenn.passes.skip.apply import apply_skip
 from edgenn.passes.skip.blocks import Block, find_blocks
-from edgenn.passes.skip.config import SkipConfig, all_configs
+from edgenn.passes.skip.config import SkipConfig, default_configs
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,12 @@ def config_buffers(graph: Graph, config: SkipConfig, blocks: list[Block] | None 
 def plan_for_configs(graph: Graph, configs: Iterable[SkipConfig] | None = None,
                      planner: str = "greedy", alignment: int = DEFAULT_ALIGNMENT,
                      ) -> SkipMemoryPlan:
-    """One arena valid for every configuration in ``configs`` (default: all 2**N), checked
+    """One arena valid for every configuration in ``configs`` (default: ``default_configs``,
+    all 2**N up to ten blocks, else the full network and each block skipped alone), checked
     configuration by configuration, and each configuration's own peak (its graph planned
     alone)."""
     blocks = find_blocks(graph)
-    chosen = all_configs(blocks) if configs is None else [frozenset(c) for c in configs]
+    chosen = default_configs(blocks) if configs is None else [frozenset(c) for c in configs]
     if not chosen:
         raise PlanError(f"graph {graph.name!r}: no skip configuration to plan for")
     per_config: dict[SkipConfig, tuple[Buffer, ...]] = {}
@@ -109,6 +110,14 @@ def plan_for_configs(graph: Graph, configs: Iterable[SkipConfig] | None = None,
     plan = MemoryPlan(offsets, plan.peak_bytes, plan.alignment, plan.buffers, stable,
                       plan.planner)
     return SkipMemoryPlan(check_plan(plan), peaks, per_config, aliases).check()
+
+
+def config_peak(graph: Graph, config: SkipConfig, blocks: list[Block] | None = None,
+                planner: str = "greedy", alignment: int = DEFAULT_ALIGNMENT) -> int:
+    """The arena ``config`` needs on its own (``apply_skip(graph, config)`` planned alone):
+    one plan, whatever the number of blocks (``peak_bytes_per_config`` without a union)."""
+    return plan_graph(apply_skip(graph, config, blocks), planner=planner,
+                      alignment=alignment).peak_bytes
 
 
 def _stable_aliases(aliases: Mapping[SkipConfig, Mapping[str, str]],

@@ -2,7 +2,9 @@
 which buffer every tensor lives in under each configuration, and the one arena plan valid
 for all of them.
 
-One firmware serves every skip configuration. ``edgenn_invoke`` reads the mask once; each
+Built only when skipping is asked for (``compile_cortexm(skippable=True)``, ``skip`` or
+``skip_configs``; docs/skipping.md): a plain build has none of this. One such firmware serves
+every planned skip configuration. ``edgenn_invoke`` reads the mask once; each
 layer of a block runs under ``if (!(mask & bits))``. A skipped block leaves either
 
 * nothing (``alias``): its output is ``x`` itself, so whoever reads the block output reads
@@ -12,7 +14,8 @@ layer of a block runs under ``if (!(mask & bits))``. A skipped block leaves eith
 
 Memory: in each configuration every buffer lives from the first to the last step (full-graph
 node indices) that touches it *as executed in that configuration*; the arena is planned on
-the union (the hull) of those intervals over all configurations, so it is valid for each one
+the union (the hull) of those intervals over the planned configurations (default:
+``passes.skip.default_configs``, linear in the blocks beyond ten), so it is valid for each one
 (checked per configuration). Scratch buffers of the kernels are included.
 """
 
@@ -28,8 +31,8 @@ from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import PlanError
 from edgenn.ir import Graph
 from edgenn.memory import Buffer, MemoryPlan, check_plan, get_planner, reshape_aliases
+from edgenn.passes.skip import default_configs, find_blocks, parse_skip, skip_node
 
-MAX_ENUMERATED_BLOCKS = 10  # 2**10 configurations at most are planned by enumeration
 ALIAS, RUN = "alias", "run"
 
 
@@ -94,8 +97,6 @@ def skip_blocks(graph: Graph, core: Core, blocks: Sequence[Any],
     buffer instead: a few cycles more per skipped block, but ``x`` no longer has to outlive
     the blocks after it, which can shrink the one arena every configuration shares.
     """
-    from edgenn.passes.skip import apply_skip
-
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     aliases = reshape_aliases(graph)
     output_roots = {aliases.get(o, o) for o in graph.outputs}
@@ -103,31 +104,21 @@ def skip_blocks(graph: Graph, core: Core, blocks: Sequence[Any],
     for block in blocks:
         bit = int(block.index) - 1
         layers = tuple(sorted(order[n] for n in block.nodes))
-        skipped = apply_skip(graph, frozenset({block.name}))
-        rep = skipped.producer(block.output)
-        if rep is None:
-            raise PlanError(f"apply_skip({block.name}) left no producer of {block.output!r}")
+        # why skip_node, not apply_skip: the node apply_skip puts in, without rebuilding and
+        # re-validating the whole graph once per block; it reads x and writes the block
+        # output, tensors of ``graph`` itself, so its kernel is prepared against ``graph``.
+        rep = skip_node(graph, block)
         # why: an aliased graph output would move away from its manifest offset: copy instead.
         if rep.op == "Reshape" and block.output not in output_roots and not copy_aliases:
             out.append(SkipBlock(block.name, bit, block.input, block.output, layers, ALIAS,
                                  None, rep.op))
             continue
-        kcall = select_kernel(rep, skipped, core).prepare(rep, skipped, core)
+        kcall = select_kernel(rep, graph, core).prepare(rep, graph, core)
         if kcall.scratch_bytes:
             raise PlanError(f"{block.name}: the skip replacement {rep.op} needs scratch memory")
         out.append(SkipBlock(block.name, bit, block.input, block.output, layers, RUN, kcall,
                              rep.op))
     return tuple(out)
-
-
-def default_configs(blocks: Sequence[SkipBlock]) -> list[frozenset[str]]:
-    """Every subset of the blocks (the full network first)."""
-    if len(blocks) > MAX_ENUMERATED_BLOCKS:
-        raise PlanError(f"{len(blocks)} skippable blocks: pass skip_configs (at most "
-                        f"{2 ** MAX_ENUMERATED_BLOCKS} configurations are enumerated)")
-    names = [b.name for b in blocks]
-    return [frozenset(n for i, n in enumerate(names) if m >> i & 1)
-            for m in range(1 << len(names))]
 
 
 def _config_buffers(graph: Graph, layout: SkipLayout, mask: int,
@@ -191,6 +182,7 @@ def _plan_skip_layout(graph: Graph, core: Core, sblocks: tuple[SkipBlock, ...],
         for i in b.layers:
             layer_bits[i] |= b.mask
     known = {b.name for b in sblocks}
+    # why the bounded default: 2**N configurations for N blocks would be 2**N plans
     cfgs = default_configs(sblocks) if configs is None else [frozenset(c) for c in configs]
     for c in cfgs:
         if not c <= known:
@@ -226,3 +218,36 @@ def _plan_skip_layout(graph: Graph, core: Core, sblocks: tuple[SkipBlock, ...],
                              layout.aliases, union.planner)
     layout.peak_bytes_per_config = peaks
     return layout
+
+
+@dataclass(frozen=True)
+class SkipRequest:
+    """What a build was asked for: the blocks to make skippable (none: a plain firmware with
+    no mask code), the configurations to plan (None: ``default_configs``) and the one
+    ``run`` / ``bench`` use when not told otherwise."""
+
+    blocks: tuple[Any, ...] = ()
+    configs: tuple[frozenset[str], ...] | None = None
+    default: frozenset[str] = frozenset()
+
+
+def skip_request(graph: Graph, skippable: bool = False, skip: str | Iterable[str] | None = None,
+                 configs: Iterable[Iterable[str]] | None = None) -> SkipRequest:
+    """The skip support a build gets. Only an explicit request builds it: ``skippable``, a
+    ``skip`` configuration (``"block2,block3"``: it is planned and becomes the default) or
+    a ``configs`` list; otherwise, even with skippable blocks in ``graph``, a plain build,
+    exactly as for a network without any (why: skipping is optional and must cost nothing
+    when unused). Unknown block names are one-line EdgennErrors naming the known blocks."""
+    asked = configs is not None
+    chosen = None if configs is None else tuple(frozenset(c) for c in configs)
+    if not (skippable or asked or skip):
+        return SkipRequest()
+    blocks = find_blocks(graph)
+    default = parse_skip(skip, blocks)
+    if not (skippable or asked or default):  # ``skip="none"``: the full network, plain
+        return SkipRequest()
+    if default and chosen is not None and default not in chosen:
+        chosen = (*chosen, default)
+    elif default and chosen is None and default not in default_configs(blocks):
+        chosen = (*default_configs(blocks), default)
+    return SkipRequest(tuple(blocks), chosen, default)
