@@ -45,8 +45,9 @@ define_op("Softmax", "softmax over the last axis", (F32, I8, I16), optional=ANY,
           tflite=("SOFTMAX",), onnx=("Softmax",))
 define_op("BatchNorm", "inference batch normalization over the last axis", (F32,),
           optional=ANY, onnx=("BatchNormalization",))
-define_op("Quantize", "float32 -> int8 / int16, or requantization between int8 and int16",
-          (F32, I8, I16), optional=ANY, tflite=("QUANTIZE",), onnx=("QuantizeLinear",))
+define_op("Quantize", "float32 -> int8 / int16, or requantization between int8, int16 and "
+          "int32", (F32, I8, I16, I32), optional=ANY, tflite=("QUANTIZE",),
+          onnx=("QuantizeLinear",))
 define_op("Dequantize", "int8 / int16 -> float32", (I8, I16), optional=ANY,
           tflite=("DEQUANTIZE",), onnx=("DequantizeLinear",))
 define_op("LRN", "local response normalization across channels", (F32,), optional=ANY,

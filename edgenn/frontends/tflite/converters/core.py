@@ -140,7 +140,7 @@ def unary(b: Builder, op: RawOperator) -> None:
     attrs: dict[str, object] = {}
     if op.opcode == OP.QUANTIZE:
         dtype = b.tensors[out].dtype
-        if dtype not in (DType.INT8, DType.INT16):
+        if dtype not in (DType.INT8, DType.INT16, DType.INT32):
             raise b.unsupported(op, f"QUANTIZE to {dtype.value} is unsupported")
         if dtype != DType.INT8:  # why: the IR's Quantize gives int8 unless told otherwise
             attrs["dtype"] = dtype.value
