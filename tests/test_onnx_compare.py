@@ -51,8 +51,8 @@ RNG = np.random.default_rng(0)
 @pytest.mark.parametrize("elem, dtype", [(F, np.float32), (I32, np.int32), (I64, np.int64)])
 def test_comparisons_with_a_broadcast_constant(op: str, elem: int, dtype: type) -> None:
     c = RNG.integers(-2, 3, (4, 1)).astype(dtype)
-    data = _model([helper.make_node(op, ["x", "c"], ["y"]), helper.make_node(op, ["c", "x"], ["z"])],
-                  [("x", elem, (3, 4, 5))], [("y", B), ("z", B)], {"c": c})
+    nodes = [helper.make_node(op, ["x", "c"], ["y"]), helper.make_node(op, ["c", "x"], ["z"])]
+    data = _model(nodes, [("x", elem, (3, 4, 5))], [("y", B), ("z", B)], {"c": c})
     _check(data, RNG.integers(-3, 4, (3, 4, 5)).astype(dtype))
 
 
