@@ -387,7 +387,7 @@ def _lrn(lw: Lowering) -> None:
 @lowers("Quantize")
 def _quantize(lw: Lowering) -> None:
     src, dst = lw.ir(0).dtype, lw.out().dtype
-    if src not in (DType.FLOAT32, *_QUANTIZED):
+    if src not in (DType.FLOAT32, DType.INT32, *_QUANTIZED):
         raise lw.unsupported(f"quantize from {src.value}")
     # float -> int8 is version 1; requantization and int16 outputs are version 2
     version = 1 if (src, dst) == (DType.FLOAT32, DType.INT8) else 2

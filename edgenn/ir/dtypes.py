@@ -12,6 +12,7 @@ class DType(Enum):
     INT16 = "int16"
     INT32 = "int32"
     INT64 = "int64"
+    BOOL = "bool"  # comparison results and logical operands (ONNX's bool tensors)
 
     @property
     def numpy(self) -> np.dtype:

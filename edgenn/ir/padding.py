@@ -50,3 +50,39 @@ def explicit_pads(
     top, bottom = pad_1d(same, hw[0], kernel[0], strides[0], dilations[0])
     left, right = pad_1d(same, hw[1], kernel[1], strides[1], dilations[1])
     return top, left, bottom, right
+
+
+def reachable_taps(size: int, out: int, k: int, stride: int, dilation: int,
+                   before: int) -> tuple[int, int] | None:
+    """The first and last window taps that read the input for some output along one axis
+    (output ``o``, tap ``t`` reads ``o * stride - before + t * dilation``), None when no tap
+    ever does.
+
+    why: a SAME window may be wider than its input (TFLite Micro then skips the taps that
+    fall outside it); the taps that never reach the input are padding for every output, and
+    a window cut to the others computes the same values without that padding.
+    """
+    # tap t is reached iff t * dilation - before lies in [-(out - 1) * stride, size - 1]:
+    # the outputs' positions step by ``stride`` <= the span they cover, so none is skipped
+    lo = max(0, -((before - (out - 1) * stride) // -dilation))  # ceil, floored at 0
+    hi = min(k - 1, (size - 1 + before) // dilation)
+    return (lo, hi) if lo <= hi else None
+
+
+def trimmed_window(size: int, out: int, k: int, stride: int, dilation: int,
+                   pads: tuple[int, int]) -> tuple[int, int, tuple[int, int]] | None:
+    """(first tap, tap count, (before, after)) of the window cut to the taps that read the
+    input, with the same ``out`` outputs and the same reads; None when nothing is cut. A
+    count of 0: no tap ever reads the input (only SAME padding allows it).
+
+    The cut keeps a tap that reads only padding where dropping it would need a negative pad
+    (a crop), so the pads stay non-negative.
+    """
+    taps = reachable_taps(size, out, k, stride, dilation, pads[0])
+    if taps is None:
+        return 0, 0, (0, 0)
+    lo = min(taps[0], pads[0] // dilation)
+    hi = max(taps[1], k - 1 - pads[1] // dilation)
+    if (lo, hi) == (0, k - 1):
+        return None
+    return lo, hi - lo + 1, (pads[0] - lo * dilation, pads[1] - (k - 1 - hi) * dilation)

@@ -60,5 +60,7 @@ class Tensor:
 
     @staticmethod
     def const(name: str, data: np.ndarray, quant: QuantParams | None = None) -> Tensor:
-        arr = np.ascontiguousarray(data)
+        # why not ascontiguousarray: it makes a 0-d array 1-d, and a scalar constant would
+        # then broadcast a scalar operation's result to shape [1]
+        arr = np.require(data, requirements="C")
         return Tensor(name, tuple(arr.shape), DType.from_numpy(arr.dtype), quant, arr)

@@ -142,6 +142,7 @@ RULES: Mapping[str, OpRule] = MappingProxyType({
     "Reshape": OpRule(BOTH, Output.INPUT),
     "Transpose": OpRule(BOTH, Output.INPUT),
     "Pad": OpRule(BOTH, Output.INPUT),
+    "BorderPad": OpRule(BOTH, Output.INPUT),  # copies values, as Pad
     "Concat": OpRule(BOTH, Output.SHARED),
     "Softmax": OpRule(BOTH, fixed={I8: SOFTMAX_PARAMS_8, I16: UNIT_PARAMS_16}),
     # why fixed: TFLM's LOGISTIC / TANH compute in fixed point and write the result in

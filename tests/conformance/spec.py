@@ -56,6 +56,13 @@ def i16(shape: Sequence[int], scale: float, zero_point: int = 0,
                 values=values)
 
 
+def i32(shape: Sequence[int], scale: float, zero_point: int = 0,
+        values: tuple[float, float] | None = None) -> Spec:
+    """A quantized int32 tensor (QUANTIZE's int32 side)."""
+    return Spec(tuple(shape), DType.INT32, QuantParams.per_tensor(scale, zero_point),
+                values=values)
+
+
 def f32(shape: Sequence[int], values: tuple[float, float] | None = None) -> Spec:
     return Spec(tuple(shape), DType.FLOAT32, values=values)
 

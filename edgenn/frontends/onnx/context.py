@@ -29,7 +29,7 @@ from edgenn.ir import DType, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
 
 # Operators whose int8 output simply carries its input's quantization.
-_LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Pad", "MaxPool2D"})
+_LAYOUT_OPS = frozenset({"Transpose", "Reshape", "Pad", "BorderPad", "MaxPool2D"})
 
 
 class Context:

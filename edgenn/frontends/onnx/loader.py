@@ -27,6 +27,7 @@ _ELEM_TYPES: dict[int, DType] = {
     TensorProto.UINT8: DType.UINT8,
     TensorProto.INT32: DType.INT32,
     TensorProto.INT64: DType.INT64,
+    TensorProto.BOOL: DType.BOOL,
 }
 
 

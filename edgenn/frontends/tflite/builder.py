@@ -86,11 +86,17 @@ class Builder:
     def input(self, op: RawOperator, slot: int) -> Tensor:
         return self.tensor(self.need(op, slot).index)
 
+    def const_or_none(self, op: RawOperator, slot: int) -> np.ndarray | None:
+        """The data of input ``slot`` if it is a constant (not registered as a graph tensor),
+        None if it is computed."""
+        raw = self.need(op, slot)
+        return self._data(raw, self.names[raw.index])
+
     def const_array(self, op: RawOperator, slot: int, what: str) -> np.ndarray:
         """The data of constant input ``slot`` (not registered as a graph tensor)."""
-        raw = self.need(op, slot)
-        data = self._data(raw, self.names[raw.index])
+        data = self.const_or_none(op, slot)
         if data is None:
+            raw = self.need(op, slot)
             raise self.unsupported(op, f"{what} ({self.names[raw.index]!r}) must be a constant")
         return data
 

@@ -3,6 +3,7 @@
 Their attribute sets stay open (``optional=None``): passes attach bookkeeping attributes.
 """
 
+from edgenn.ir.dtypes import DType
 from edgenn.ir.schema import F32, I8, I16, I32, define_op
 
 ANY = None
@@ -32,10 +33,13 @@ define_op("AvgPool2D", "2-D average pooling (NHWC)", (F32, I8, I16), required=("
           onnx=("AveragePool", "GlobalAveragePool"))
 define_op("Mean", "mean over axes", (F32, I8, I16), required=("axes",), optional=ANY,
           tflite=("MEAN",), onnx=("ReduceMean",))
-define_op("Reshape", "same data, another static shape", MOVED, required=("shape",),
+# why bool too: the layout conversions around comparisons reshape and transpose their results
+define_op("Reshape", "same data, another static shape", (*MOVED, DType.BOOL),
+          required=("shape",),
           optional=ANY, tflite=("RESHAPE", "SQUEEZE", "EXPAND_DIMS"),
           onnx=("Reshape", "Flatten", "Squeeze", "Unsqueeze"))
-define_op("Transpose", "permute dimensions", MOVED, required=("perm",), optional=ANY,
+define_op("Transpose", "permute dimensions", (*MOVED, DType.BOOL), required=("perm",),
+          optional=ANY,
           tflite=("TRANSPOSE",), onnx=("Transpose",))
 define_op("Concat", "concatenate along an axis", MOVED, required=("axis",), optional=ANY,
           tflite=("CONCATENATION", "PACK"), onnx=("Concat",))
@@ -45,8 +49,9 @@ define_op("Softmax", "softmax over the last axis", (F32, I8, I16), optional=ANY,
           tflite=("SOFTMAX",), onnx=("Softmax",))
 define_op("BatchNorm", "inference batch normalization over the last axis", (F32,),
           optional=ANY, onnx=("BatchNormalization",))
-define_op("Quantize", "float32 -> int8 / int16, or requantization between int8 and int16",
-          (F32, I8, I16), optional=ANY, tflite=("QUANTIZE",), onnx=("QuantizeLinear",))
+define_op("Quantize", "float32 -> int8 / int16, or requantization between int8, int16 and "
+          "int32", (F32, I8, I16, I32), optional=ANY, tflite=("QUANTIZE",),
+          onnx=("QuantizeLinear",))
 define_op("Dequantize", "int8 / int16 -> float32", (I8, I16), optional=ANY,
           tflite=("DEQUANTIZE",), onnx=("DequantizeLinear",))
 define_op("LRN", "local response normalization across channels", (F32,), optional=ANY,

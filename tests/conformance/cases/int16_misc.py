@@ -3,12 +3,12 @@ dequantize.
 
 Pooling outputs keep the input's parameters (TFLM requires it); int16 softmax outputs are
 fixed at scale 1/32768 (1/65536 and zero point -32768 for int8 -> int16); QUANTIZE covers
-float32 -> int16 and every int8 / int16 requantization.
+float32 -> int16, every int8 / int16 requantization and those with an int32 side.
 """
 
 from __future__ import annotations
 
-from tests.conformance.spec import Case, Options, f32, i8, i16, like
+from tests.conformance.spec import Case, Options, f32, i8, i16, i32, like
 
 SAME, VALID = 0, 1
 NONE, RELU, RELU_N1_TO_1, RELU6 = 0, 1, 2, 3
@@ -77,6 +77,18 @@ CASES: list[Case] = [
     Case("QUANTIZE", "s8_to_s16_saturating", (i8((1, 50), 0.1, -20),), (i16((1, 50), 1e-4),)),
     Case("QUANTIZE", "s16_to_s16_finer", (i16((1, 6, 7), 1e-3),), (i16((1, 6, 7), 3e-4),)),
     Case("QUANTIZE", "s16_to_s16_coarser", (i16((1, 6, 7), 1e-3),), (i16((1, 6, 7), 7.3e-3),)),
+    # QUANTIZE with an int32 side (TFLite Micro's Requantize; the SEANet integration tests
+    # rescale int32 accumulations to int16 and back): zero points and saturation included
+    Case("QUANTIZE", "s32_to_s16", (i32((1, 2, 16, 2), 1.4901161e-07, values=(-2**30, 2**30)),),
+         (i16((1, 2, 16, 2), 9.2197e-4),)),
+    Case("QUANTIZE", "s32_to_s16_zero_points", (i32((1, 40), 3e-5, 1000, (-2**31, 2**31 - 1)),),
+         (i16((1, 40), 2e-3, 0),)),
+    Case("QUANTIZE", "s32_to_s8_saturating", (i32((1, 3, 11), 1e-3, -7, (-300000, 300000)),),
+         (i8((1, 3, 11), 0.5, 4),)),
+    Case("QUANTIZE", "s16_to_s32", (i16((1, 2, 16, 2), 4.9431e-4),),
+         (i32((1, 2, 16, 2), 1.4901161e-07),)),
+    Case("QUANTIZE", "s8_to_s32_zero_points", (i8((1, 3, 7), 0.05, -9),),
+         (i32((1, 3, 7), 1e-4, 123),)),
     Case("DEQUANTIZE", "s16_to_f32", (i16((1, 5, 6), 3e-4),), (f32((1, 5, 6)),)),
     Case("DEQUANTIZE", "s16_to_f32_coarse", (i16((1, 17), 0.25),), (f32((1, 17)),)),
 ]

@@ -1,9 +1,11 @@
-"""Quantize (float32 -> int8 / int16, requantization between int8 and int16) and Dequantize
-(int8 / int16 -> float32), as TFLite Micro's QUANTIZE and DEQUANTIZE.
+"""Quantize (float32 -> int8 / int16, requantization between int8, int16 and int32) and
+Dequantize (int8 / int16 -> float32), as TFLite Micro's QUANTIZE and DEQUANTIZE.
 
 * float -> int is ``AffineQuantize``: ``round(x / scale) + zp`` with the division in float32
   and ``round`` half away from zero, clamped to the output type;
-* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16) is ``Requantize``:
+* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16, and with int32:
+  int32 -> int8, int32 -> int16, int8 -> int32, int16 -> int32, the pairs TFLite Micro's
+  prepare accepts) is ``Requantize``:
   ``MultiplyByQuantizedMultiplier(x - zp_in)`` with the multiplier of ``in_scale /
   out_scale`` (double), ``+ zp_out``, clamped to the output type;
 * Dequantize is ``float(double(scale) * (x - zp))``.
@@ -35,18 +37,27 @@ def affine_quantize(x: np.ndarray, scale: float, zero_point: int,
     return np.clip(r, *type_range(dtype)).astype(dtype.numpy)
 
 
-@register("Quantize", DType.FLOAT32, DType.INT8, DType.INT16)
+# why these pairs: QUANTIZE's prepare in TFLite Micro (quantize_common.cc) refuses the others
+_REQUANTIZED = {(DType.INT8, DType.INT8), (DType.INT8, DType.INT16), (DType.INT8, DType.INT32),
+                (DType.INT16, DType.INT8), (DType.INT16, DType.INT16),
+                (DType.INT16, DType.INT32), (DType.INT32, DType.INT8),
+                (DType.INT32, DType.INT16)}
+
+
+@register("Quantize", DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32)
 class Quantize(Layer):
     def build(self) -> None:
-        y = self.outputs[0]
-        if y.dtype not in QUANTIZED:
-            raise UnsupportedOperatorError(f"{self.node}: quantizes to int8 or int16, "
-                                           f"not {y.dtype.value}")
+        x, y = self.inputs[0], self.outputs[0]
+        assert x is not None
+        pair = (x.dtype, y.dtype)
+        if (x.dtype is DType.FLOAT32 and y.dtype not in QUANTIZED) or (
+                x.dtype is not DType.FLOAT32 and pair not in _REQUANTIZED):
+            raise UnsupportedOperatorError(f"{self.node}: QUANTIZE from {x.dtype.value} to "
+                                           f"{y.dtype.value} is not supported (TFLite Micro "
+                                           "has no kernel for it)")
         qo = per_tensor(self, y, "output")
         self.out_dtype = y.dtype
         self.scale, self.zp_out = qo.s, qo.zp
-        x = self.inputs[0]
-        assert x is not None
         self.in_dtype = x.dtype
         self.from_float = x.dtype is DType.FLOAT32
         self.from_int8 = x.dtype is DType.INT8  # int8 -> int8 (the Cortex-M int8 kernel)

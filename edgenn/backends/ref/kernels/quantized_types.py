@@ -16,6 +16,7 @@ from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier_inplace,
     quantize_multiplier,
     type_range,
+    wrap_int32,
 )
 from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer
@@ -29,7 +30,9 @@ class Requant:
     """TFLM's ``Requantize`` (QUANTIZE between two integer tensors) for int8 and int16.
 
     ``MultiplyByQuantizedMultiplier(x - zp_in)`` with the multiplier of ``in_scale /
-    out_scale`` (in double), ``+ zp_out``, clamped to the output type.
+    out_scale`` (in double), ``+ zp_out``, clamped to the output type. With an int32 side
+    (QUANTIZE int32 -> int8 / int16, int8 / int16 -> int32) the two additions are int32
+    additions that wrap as they do in TFLite Micro's C++ (``wide``).
     """
 
     zp_in: int
@@ -37,6 +40,7 @@ class Requant:
     multiplier: int
     shift: int
     out_dtype: DType
+    wide: bool = False
 
     @classmethod
     def between(cls, q_in: QuantParams, q_out: QuantParams, in_dtype: DType,
@@ -45,7 +49,8 @@ class Requant:
         if q_in == q_out and in_dtype is out_dtype:
             return None
         multiplier, shift = quantize_multiplier(q_in.s / q_out.s)
-        return cls(q_in.zp, q_out.zp, multiplier, shift, out_dtype)
+        wide = DType.INT32 in (in_dtype, out_dtype)
+        return cls(q_in.zp, q_out.zp, multiplier, shift, out_dtype, wide)
 
     @property
     def lo(self) -> int:
@@ -58,8 +63,12 @@ class Requant:
     def __call__(self, x: np.ndarray) -> npt.NDArray[np.signedinteger]:
         v = x.astype(np.int64)
         v -= self.zp_in
+        if self.wide:  # why only then: int8 / int16 differences cannot leave int32
+            v = wrap_int32(v)
         v = multiply_by_quantized_multiplier_inplace(v, self.multiplier, self.shift)
         v += self.zp_out
+        if self.wide:
+            v = wrap_int32(v)
         np.clip(v, self.lo, self.hi, out=v)
         return v.astype(self.out_dtype.numpy)
 

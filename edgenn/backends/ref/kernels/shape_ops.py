@@ -20,9 +20,10 @@ from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType
 
 _ALL = (DType.FLOAT32, DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
+_ANY = (*_ALL, DType.BOOL)  # Reshape and Transpose also move comparison results
 
 
-@register("Reshape", *_ALL)
+@register("Reshape", *_ANY)
 class Reshape(Layer):
     def build(self) -> None:
         x = self.inputs[0]
@@ -50,7 +51,7 @@ class Reshape(Layer):
         return [y if self.requant is None else self.requant(y)]
 
 
-@register("Transpose", *_ALL)
+@register("Transpose", *_ANY)
 class Transpose(Layer):
     def build(self) -> None:
         self.perm = tuple(int(p) for p in self.node.attr("perm"))

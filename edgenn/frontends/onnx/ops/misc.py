@@ -1,14 +1,16 @@
-"""Softmax, normalisation, reductions and the operators that vanish (Identity, Dropout)."""
+"""Softmax, normalisation, reductions and the operators that vanish (Identity, Dropout, a
+Cast to the type a tensor has)."""
 
 from __future__ import annotations
 
 import numpy as np
-from onnx import NodeProto
+from onnx import NodeProto, helper
 
 from edgenn.frontends.onnx.constfold import fold
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.registry import converter
 from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, nchw_axis_to_nhwc
+from edgenn.ir import DType
 
 
 @converter("Constant")
@@ -21,6 +23,22 @@ def convert_identity(ctx: Context, node: NodeProto) -> None:
     if len(node.output) > 1 and node.output[1] and ctx.consumers.get(node.output[1]):
         raise ctx.fail("Dropout mask output is not supported")
     ctx.alias(ctx.output(), ctx.need(0))
+
+
+@converter("Cast")
+def convert_cast(ctx: Context, node: NodeProto) -> None:
+    """A Cast to the type the tensor already has is the identity (exporters write such
+    casts, e.g. a float32 -> float32 Cast in an STFT front end); others are refused."""
+    x = ctx.need(0)
+    have = ctx.ir_tensor(x).dtype
+    try:
+        want = DType.from_numpy(helper.tensor_dtype_to_np_dtype(int(ctx.attr("to", 0))))
+    except (KeyError, ValueError, TypeError):
+        want = None
+    if want is not have:
+        target = want.value if want is not None else f"ONNX type {ctx.attr('to', 0)}"
+        raise ctx.fail(f"Cast from {have.value} to {target} is not supported")
+    ctx.alias(ctx.output(), x)
 
 
 @converter("Softmax")

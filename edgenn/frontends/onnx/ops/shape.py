@@ -115,8 +115,10 @@ def convert_concat(ctx: Context, node: NodeProto) -> None:
 def convert_pad(ctx: Context, node: NodeProto) -> None:
     x = ctx.need(0)
     mode = ctx.attr("mode", "constant")
-    if mode != "constant":
-        raise ctx.fail(f"Pad mode {mode!r} is not supported (only 'constant')")
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if mode not in ("constant", "reflect", "edge"):
+        raise ctx.fail(f"Pad mode {mode!r} is not supported (constant, reflect, edge)")
     rank = ctx.rank(x)
     if ctx.opset < 11:
         flat = [int(p) for p in ctx.attr("pads")]
@@ -144,6 +146,10 @@ def convert_pad(ctx: Context, node: NodeProto) -> None:
         for a, pair in zip(NCL_AXIS_TO_IR, pairs, strict=True):
             ir_pairs[a] = pair
         pairs = ir_pairs
+    if mode != "constant":  # the border modes have no fill value
+        ctx.emit("BorderPad", [v.ir], {"pads": tuple(pairs), "mode": mode}, out=ctx.output(),
+                 nhwc=v.nhwc, ncl=v.ncl)
+        return
     ctx.emit("Pad", [v.ir], {"pads": tuple(pairs), "value": value}, out=ctx.output(),
              nhwc=v.nhwc, ncl=v.ncl)
 

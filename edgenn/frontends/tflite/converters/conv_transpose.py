@@ -31,16 +31,18 @@ def _crop(full: int, before: int, out: int) -> tuple[int, int]:
 @converter("TRANSPOSE_CONV")
 def transpose_conv(b: Builder, op: RawOperator) -> None:
     need_options(b, op, "padding", "stride_h", "stride_w")
-    shape = b.const_array(op, 0, "TRANSPOSE_CONV output shape").reshape(-1)
     w, x = b.input(op, 1), b.input(op, 2)
     out = output_name(b, op)
     declared = b.tensors[out]
+    shape = b.const_or_none(op, 0)
     if not w.is_const or len(w.shape) != 4 or len(x.shape) != 4:
         raise b.unsupported(op, "TRANSPOSE_CONV needs constant [Co,KH,KW,Ci] weights and "
                                 "an NHWC input")
-    if tuple(int(d) for d in shape) != declared.shape:
-        raise b.fail(op, f"output shape operand {shape.tolist()} differs from the output "
-                         f"tensor's {list(declared.shape)}")
+    if shape is not None and tuple(int(d) for d in shape.reshape(-1)) != declared.shape:
+        raise b.fail(op, f"output shape operand {shape.reshape(-1).tolist()} differs from the "
+                         f"output tensor's {list(declared.shape)}")
+    # why a computed (non-constant) output shape is accepted: TFLite Micro never reads the
+    # operand; it sizes the output from the declared output tensor, as done here
     same = same_padding(b, op)
     strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
     if min(strides) < 1:

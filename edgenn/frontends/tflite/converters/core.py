@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.converters.window import ZERO, Axis, tflm_out_fails, window_axis
 from edgenn.frontends.tflite.reader import RawOperator
 from edgenn.frontends.tflite.registry import (
     converter,
@@ -14,7 +17,6 @@ from edgenn.frontends.tflite.registry import (
     same_padding,
 )
 from edgenn.ir import Activation, DType, Node
-from edgenn.ir.padding import explicit_pads
 from edgenn.ir.tflite_enums import OP
 
 _out = output_name
@@ -28,14 +30,24 @@ def _positive(b: Builder, op: RawOperator, **values: int) -> None:
             raise b.fail(op, f"{key} is {v}")
 
 
-def _window_fits(b: Builder, op: RawOperator, hw: tuple[int, ...], kernel: tuple[int, int],
-                 dilations: tuple[int, int] = (1, 1)) -> None:
-    # why: with SAME padding any window "fits" (the pads grow with it), so a corrupt filter
-    # size or dilation would slip through the shape checks; no sane model has a window more
-    # than twice the size of its input
-    for size, k, d in zip(hw, kernel, dilations, strict=True):
-        if (k - 1) * d + 1 > 2 * size + 1:
-            raise b.fail(op, f"window {k} (dilation {d}) is implausible for input size {size}")
+def _window(b: Builder, op: RawOperator, hw: tuple[int, ...], kernel: tuple[int, int],
+            strides: tuple[int, int], dilations: tuple[int, int],
+            weighted: bool) -> tuple[Axis, Axis]:
+    same = same_padding(b, op)
+    out = b.tensors[_out(b, op)].shape
+    declared = (out[1], out[2]) if len(out) == 4 else (0, 0)
+    failed = any(tflm_out_fails(same, hw[i], kernel[i], strides[i], dilations[i])
+                 for i in range(2))
+    return tuple(window_axis(same, hw[i], kernel[i], strides[i], dilations[i], weighted,
+                             declared[i], failed) for i in range(2))  # type: ignore[return-value]
+
+
+def _cut_weights(w: np.ndarray, rows: Axis, cols: Axis) -> np.ndarray:
+    """[Co, KH, KW, Ci] weights for the cut window: each tap's weights, zeros for ZERO."""
+    def take(a: np.ndarray, taps: Sequence[int], axis: int) -> np.ndarray:
+        padded = np.concatenate([a, np.zeros_like(a.take([0], axis=axis))], axis=axis)
+        return padded.take([t if t != ZERO else a.shape[axis] for t in taps], axis=axis)
+    return np.ascontiguousarray(take(take(w, rows.taps, 1), cols.taps, 2))
 
 
 # -- convolutions and dense ----------------------------------------------------------------
@@ -48,8 +60,13 @@ def _conv_like(
     strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
     dilations = (int(op.options["dilation_h"]), int(op.options["dilation_w"]))
     _positive(b, op, stride=min(strides), dilation=min(dilations))
-    _window_fits(b, op, x.shape[1:3], kernel, dilations)
-    pads = explicit_pads(same_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides, dilations)
+    rows, cols = _window(b, op, x.shape[1:3], kernel, strides, dilations, True)
+    if rows.cut or cols.cut:
+        w = b.tensors[weights]
+        assert w.data is not None
+        weights = b.add_const(f"{weights}/taps", _cut_weights(w.data, rows, cols), w.quant)
+        dilations = (rows.dilation, cols.dilation)
+    pads = (rows.pads[0], cols.pads[0], rows.pads[1], cols.pads[1])
     b.emit(Node(
         b.op_name(op), "Conv2D", (x.name, weights, _opt_in(b, op, 2)), (_out(b, op),),
         {"strides": strides, "dilations": dilations, "pads": pads, "groups": groups,
@@ -140,7 +157,7 @@ def unary(b: Builder, op: RawOperator) -> None:
     attrs: dict[str, object] = {}
     if op.opcode == OP.QUANTIZE:
         dtype = b.tensors[out].dtype
-        if dtype not in (DType.INT8, DType.INT16):
+        if dtype not in (DType.INT8, DType.INT16, DType.INT32):
             raise b.unsupported(op, f"QUANTIZE to {dtype.value} is unsupported")
         if dtype != DType.INT8:  # why: the IR's Quantize gives int8 unless told otherwise
             attrs["dtype"] = dtype.value
@@ -175,8 +192,9 @@ def pool_2d(b: Builder, op: RawOperator) -> None:
     kernel = (int(op.options["filter_h"]), int(op.options["filter_w"]))
     strides = (int(op.options["stride_h"]), int(op.options["stride_w"]))
     _positive(b, op, filter=min(kernel), stride=min(strides))
-    _window_fits(b, op, x.shape[1:3], kernel)
-    pads = explicit_pads(same_padding(b, op), (x.shape[1], x.shape[2]), kernel, strides)
+    rows, cols = _window(b, op, x.shape[1:3], kernel, strides, (1, 1), False)
+    kernel = (len(rows.taps), len(cols.taps))
+    pads = (rows.pads[0], cols.pads[0], rows.pads[1], cols.pads[1])
     attrs: dict[str, object] = {"kernel": kernel, "strides": strides, "pads": pads,
                                 "activation": b.activation(op)}
     kind = "MaxPool2D"

@@ -1,0 +1,37 @@
+"""Portable Quantize kernels with an int32 side (int32 -> int8 / int16, int8 / int16 ->
+int32), TFLite Micro's Requantize; the reference layer gives the constants."""
+
+from __future__ import annotations
+
+from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
+from edgenn.ir import DType, Graph, Node
+
+SRC = ("edgenn_requant_s32.c",)
+_REQUANT = {
+    (DType.INT32, DType.INT8): "edgenn_requant_s32_s8",
+    (DType.INT32, DType.INT16): "edgenn_requant_s32_s16",
+    (DType.INT8, DType.INT32): "edgenn_requant_s8_s32",
+    (DType.INT16, DType.INT32): "edgenn_requant_s16_s32",
+}
+
+
+def _types(node: Node, graph: Graph) -> tuple[DType, DType]:
+    return graph.tensor(node.inputs[0]).dtype, graph.tensor(node.outputs[0]).dtype
+
+
+def _matches(node: Node, graph: Graph) -> bool:
+    return _types(node, graph) in _REQUANT
+
+
+def _prepare(node: Node, graph: Graph) -> KernelCall:
+    r = ref_layer(node, graph).requant
+    assert r is not None  # the element types differ, so there is always a rescale
+    fn = _REQUANT[_types(node, graph)]
+    n = graph.tensor(node.inputs[0]).size
+    call = f"{fn}({{in0}}, {{out0}}, {args(n, r.zp_in, r.multiplier, r.shift, r.zp_out)});"
+    return KernelCall(call, SRC, kernel_name=fn)
+
+
+register_kernel(PortableKernel("Quantize", "edgenn_requant_s32", _matches, _prepare,
+                               (DType.INT8, DType.INT16, DType.INT32)))
