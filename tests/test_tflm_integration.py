@@ -92,10 +92,6 @@ def tflm_outputs(case: IntegrationCase, xs: list[np.ndarray]) -> np.ndarray:
     return np.asarray(interp.get_output(0)).reshape(-1).astype(np.int64)
 
 
-def has_batch_axis(graph: Graph) -> bool:
-    return all(graph.tensor(n).shape[:1] == (1,) for n in (*graph.inputs, *graph.outputs))
-
-
 def check(case: IntegrationCase, target: str) -> None:
     graph = load_model(case.model)
     xs = case.inputs(graph)
@@ -114,18 +110,7 @@ def test_ref(case: IntegrationCase) -> None:
 
 
 def _cortexm(cases: list[IntegrationCase]) -> list:
-    params = []
-    for case in cases:
-        marks = [needs_arm]
-        if not has_batch_axis(load_model(case.model)):
-            # why: a graph input without a leading 1 (SUB's [64] operand, TRANSPOSE_CONV's
-            # output-shape operand) is read as a batch by the firmware generator today;
-            # issue 22 item 7 (inputs as the model declares them) lifts it
-            marks.append(pytest.mark.xfail(
-                strict=True, reason="firmware generation takes graphs declared with a "
-                                    "batch axis of 1 (issue 22 item 7)"))
-        params.append(pytest.param(case, id=case.id, marks=marks))
-    return params
+    return [pytest.param(case, id=case.id, marks=[needs_arm]) for case in cases]
 
 
 @pytest.mark.parametrize("case", _cortexm(list(FIRST.values())))
