@@ -22,15 +22,39 @@ class Executable(Protocol):
 
     graph: Graph  # the graph as built (after fusion, when asked for): its nodes are the layers
 
-    def run(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]``; the graph outputs, same layout."""
+    def run(self, *inputs: np.ndarray, stateful: bool = False) -> list[np.ndarray]:
+        """Run arrays shaped ``[N, *external input shape]``; the graph outputs, same layout.
+
+        A stateful graph (``graph.state``: streaming buffers, LSTM / SVDF state): with
+        ``stateful=False`` every row starts from a reset state and the kept state is not
+        changed; with ``stateful=True`` the rows are consecutive invocations continuing from
+        the kept state, which then holds the state after the last row. Targets that cannot
+        keep state refuse stateful graphs when they compile them.
+        """
+        ...
+
+    def reset_state(self) -> None:
+        """Set the kept state to its initial values (a no-op without state)."""
         ...
 
     def sizes(self) -> dict[str, int]:
-        """Memory in bytes: always ``arena``; ``flash`` / ``ram`` where a build has them."""
+        """Memory in bytes: always ``arena`` (the state area included) and ``state`` (bytes
+        kept between invocations); ``flash`` / ``ram`` where a build has them."""
         ...
 
     def bench(self, *inputs: np.ndarray,
               settings: BenchSettings | None = None) -> BenchReport[Any]:
         """One benchmark on the first item of each input (an inference of batch 1)."""
         ...
+
+
+def refuse_state(graph: Graph, target: str) -> None:
+    """One error for a target that keeps no state between invocations, given a stateful
+    graph."""
+    if graph.state:
+        from edgenn.errors import UnsupportedOperatorError
+
+        raise UnsupportedOperatorError(
+            f"model {graph.name!r} keeps state between invocations ({len(graph.state)} "
+            f"variables, {graph.state_bytes()} bytes); the {target} target runs stateless "
+            "models only (use ref or cortex-m)")

@@ -56,14 +56,19 @@ def tflm_interpreter(model_bytes: bytes, preserve_all_tensors: bool = False) -> 
         raise EdgennError(f"TFLite Micro cannot load the model: {err}") from None
 
 
-def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
+def tflm_run(model_bytes: bytes, *xs: np.ndarray, stateful: bool = False,
+             interpreter: Any = None) -> list[np.ndarray]:
     """Run ``N`` inferences, one per row of each input ``x[N, ...]``; returns the outputs
     stacked as ``[N, ...]`` (one array per model output).
 
-    The interpreter is created once and reset before each sample, so models with state
-    tensors (LSTM, SVDF) start every inference from their initial state.
+    Stateless (default): the interpreter is reset before each sample, so models with state
+    (variable tensors of LSTM / SVDF, resource variables) start every inference from their
+    initial state. ``stateful=True``: the rows are consecutive invocations of one
+    interpreter, as a streaming application calls ``Invoke()``; state carries from one row to
+    the next. ``interpreter`` (from ``tflm_interpreter``) continues from that interpreter's
+    state; default a fresh one.
     """
-    interp = tflm_interpreter(model_bytes)
+    interp = interpreter if interpreter is not None else tflm_interpreter(model_bytes)
     n_in, n_out = _io_counts(model_bytes)
     if len(xs) != n_in:
         raise ShapeError(f"the model takes {n_in} inputs, got {len(xs)}")
@@ -78,9 +83,10 @@ def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
             )
     results: list[list[np.ndarray]] = []
     for k in range(n):
-        # why: variable (state) tensors persist between invocations; each sample starts from
-        # the initial state, as edgenn's runtimes run every inference
-        interp.reset()
+        # why: variable (state) tensors persist between invocations; each stateless sample
+        # starts from the initial state, as edgenn's runtimes run every stateless row
+        if not stateful:
+            interp.reset()
         for i, x in enumerate(xs):
             interp.set_input(np.ascontiguousarray(x[k : k + 1]), i)
         interp.invoke()

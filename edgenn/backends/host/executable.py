@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.executable import refuse_state
 from edgenn.backends.host.bench_report import NOT_A_HOST_KERNEL, host_report
 from edgenn.backends.host.binding import KernelLibrary, bind, kernel_library
 from edgenn.backends.host.schedule import ThreadSchedule
@@ -158,8 +159,10 @@ class HostExecutable:
         self._io = RefExecutable(self.graph, [])  # input / output layout conversion
 
     # ------------------------------------------------------------------------------ running
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
-        """Run arrays shaped ``[N, *external input shape]``; returns the graph outputs."""
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
+        """Run arrays shaped ``[N, *external input shape]``; returns the graph outputs.
+        (``stateful`` changes nothing: the host target compiles stateless graphs only.)"""
         try:
             values = self._forward(inputs, None)
         finally:
@@ -203,9 +206,12 @@ class HostExecutable:
                               cpu_repeats=cpu_repeats)
         return host_report(result, EMULATION_NOTE, self.sizes()["arena"])
 
+    def reset_state(self) -> None:
+        """Nothing to reset: the host target compiles stateless graphs only."""
+
     def sizes(self) -> dict[str, int]:
         """The static arena a device would allocate for this graph at batch 1, in bytes."""
-        return {"arena": int(self.memory_plan().peak_bytes)}
+        return {"arena": int(self.memory_plan().peak_bytes), "state": 0}
 
     def measure(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
                 cpu_repeats: int = 5) -> HostBenchResult:
@@ -357,6 +363,7 @@ def compile_host(graph: Graph, threads: int | None = None,
     every layer; ``emulate_hetero`` (e.g. ``"1+1:0.43"``) emulates big.LITTLE on this machine
     (``topology`` gives any topology directly); ``kernels`` replaces the kernel library.
     """
+    refuse_state(graph, "host")
     check_float(graph)
     if emulate_hetero and topology is not None:
         raise EdgennError("give either emulate_hetero or topology, not both")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,36 +16,92 @@ from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph
 from edgenn.ir.layout import to_internal
-from edgenn.memory import MemoryPlan, plan_graph
+from edgenn.memory import MemoryPlan, plan_graph, state_area_bytes
 
 
 @dataclass
 class RefExecutable:
-    """A compiled graph: layers built once, ``run`` many times."""
+    """A compiled graph: layers built once, ``run`` many times.
+
+    A stateful graph (``graph.state``) keeps its state in ``self.state`` (each variable's
+    value at batch 1, by its ``read`` tensor): ``run(..., stateful=True)`` continues from it
+    and leaves the state after the last row there; ``reset_state()`` sets the initial values.
+    """
 
     graph: Graph
     layers: list[Layer]
+    state: dict[str, np.ndarray] = field(default_factory=dict)
 
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
+    def __post_init__(self) -> None:
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        """Set every state variable to its initial value (as TFLite Micro's Reset)."""
+        self.state = {s.read: s.init.copy() for s in self.graph.state}
+
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run on arrays shaped ``[N, *external input shape]``; returns the graph outputs.
 
+        A stateful graph: with ``stateful=False`` every row starts from the initial state
+        (and ``self.state`` is left as it was); with ``stateful=True`` the rows are
+        consecutive invocations, the first continuing from ``self.state``.
         With ``keep=True`` returns nothing new but stores every intermediate in ``self.values``
-        (for debugging and for comparing against other runtimes tensor by tensor).
+        (for debugging and for comparing against other runtimes tensor by tensor; the last
+        row's when the rows run one by one).
         """
+        if self.graph.state and (stateful or not self._batchable_state()):
+            return self._run_rows(inputs, keep, stateful)
         values = self._forward(inputs)
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in self.graph.outputs]
 
-    def _forward(self, inputs: tuple[np.ndarray, ...],
-                 timings: list[float] | None = None) -> dict[str, np.ndarray]:
-        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given."""
+    def _batchable_state(self) -> bool:
+        """Whether every state variable has a batch axis of 1 (rows can share one run)."""
+        return all(s.init.ndim and s.init.shape[0] == 1 for s in self.graph.state)
+
+    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool,
+                  stateful: bool) -> list[np.ndarray]:
+        """One invocation per row: from the current state (``stateful``) or from a reset."""
+        g = self.graph
+        if len(inputs) != len(g.inputs):
+            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
+        arrays = [np.asarray(x) for x in inputs]
+        rows = len(arrays[0]) if arrays else 1
+        outs: list[list[np.ndarray]] = [[] for _ in g.outputs]
+        for k in range(rows):
+            state = self.state if stateful else {s.read: s.init for s in g.state}
+            values = self._forward(tuple(x[k:k + 1] for x in arrays), state=state)
+            if stateful:
+                self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
+                              for s in g.state}
+            if keep:
+                self.values = values
+            for o, name in zip(outs, g.outputs, strict=True):
+                o.append(self._to_external(name, values[name]))
+        return [np.concatenate(o) for o in outs]
+
+    def _forward(self, inputs: tuple[np.ndarray, ...], timings: list[float] | None = None,
+                 state: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given.
+
+        ``state``: each state variable's value (batch 1) the run starts from; default the
+        initial values, repeated over the batch.
+        """
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values: dict[str, np.ndarray] = {}
         for name, arr in zip(g.inputs, inputs, strict=True):
             values[name] = self._to_internal(name, np.asarray(arr))
+        if g.state:
+            rows = len(next(iter(values.values()))) if values else 1
+            for s in g.state:
+                first = s.init if state is None else state[s.read]
+                values[s.read] = (np.repeat(first, rows, axis=0)
+                                  if rows != 1 and first.ndim and first.shape[0] == 1
+                                  else np.array(first))
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
@@ -62,8 +118,11 @@ class RefExecutable:
         return values
 
     def sizes(self) -> dict[str, int]:
-        """The static arena a device would allocate for this graph at batch 1, in bytes."""
-        return {"arena": int(self.memory_plan().peak_bytes)}
+        """The static arena a device would allocate for this graph at batch 1, in bytes
+        (its state area included), and the ``state`` kept between invocations."""
+        state = state_area_bytes(self.graph)
+        return {"arena": int(self.memory_plan().peak_bytes) + state,
+                "state": self.graph.state_bytes()}
 
     def bench(self, *inputs: np.ndarray,
               settings: BenchSettings | None = None) -> BenchReport[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.executable import refuse_state
 from edgenn.backends.ref import RefExecutable, compile_ref
 from edgenn.backends.vta.bench_report import vta_report
 from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
@@ -68,6 +69,7 @@ def compile_vta(
     """
     from edgenn.backends.vta.gemm import run_gemm
 
+    refuse_state(graph, "vta")
     schedule = schedule_name(schedule)
     config = vta_config(preset, bus_bits)
     return build_executable(graph, OffloadTarget(config, schedule, gemm or run_gemm))
@@ -98,8 +100,10 @@ class VtaExecutable(RefExecutable):
     why_cpu: dict[str, str] = field(default_factory=dict)
     last: NetworkReport | None = None
 
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run arrays shaped ``[N, *external input shape]``; the outputs equal ``ref``'s.
+        (``stateful`` changes nothing: the vta target compiles stateless graphs only.)
 
         Leaves the run's ``NetworkReport`` in ``self.last``; ``keep=True`` also stores every
         intermediate in ``self.values``, as the reference runtime does.

@@ -30,8 +30,10 @@ def _type_note(raw: RawModel, inputs: tuple[int, ...]) -> str:
 def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     """Import a TFLite model (its bytes; ``name`` is used in error messages and as graph name).
 
-    Reads the first subgraph. Supported: int8 fully quantized models as TensorFlow's converter
-    writes them (per-channel weights, int32 biases) and float32 models.
+    Reads the first subgraph (and the initialisation subgraph a CALL_ONCE runs). Supported:
+    int8 fully quantized models as TensorFlow's converter writes them (per-channel weights,
+    int32 biases) and float32 models; resource variables and variable tensors become the
+    graph's ``state`` (``edgenn.ir.state``).
     """
     raw = read_tflite(bytes(data), name)
     b = Builder(raw, name)
@@ -63,7 +65,7 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     meta = {"format": "tflite", "version": str(raw.version)}
     if raw.description:
         meta["description"] = raw.description
-    graph = Graph(name, b.tensors, tuple(b.nodes), inputs, outputs, {}, meta)
+    graph = Graph(name, b.tensors, tuple(b.nodes), inputs, outputs, {}, meta, tuple(b.state()))
     try:
         return graph.validate()
     except GraphValidationError as err:
