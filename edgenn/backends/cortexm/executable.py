@@ -158,29 +158,78 @@ class CortexMExecutable:
         return self.machine.call(str(self.manifest["skip_mask_symbol"]), mask)
 
     # --------------------------------------------------------------------------- running
-    def run(self, *inputs: np.ndarray,
-            skip: str | Iterable[str] | None = None) -> list[np.ndarray]:
+    def run(self, *inputs: np.ndarray, skip: str | Iterable[str] | None = None,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run arrays shaped ``[N, *external input shape]`` (one inference per item), with
-        the blocks of ``skip`` skipped (a skip-capable firmware: set before the first item)."""
+        the blocks of ``skip`` skipped (a skip-capable firmware: set before the first item).
+
+        A stateful model (``NAME_STATE_BYTES`` > 0): with ``stateful=False`` the firmware's
+        ``NAME_reset_state`` runs before every item and the state kept in the emulated
+        arena is restored afterwards; with ``stateful=True`` the items are consecutive
+        invocations continuing from that state."""
         internal = self._inputs(inputs)
         if self.emulator == QEMU:
+            if self.graph.state:
+                raise EdgennError(f"{self.out_dir}: the board's example application does not "
+                                  f"run stateful models item by item; use --emulator {UNICORN}")
             return self._run_qemu(internal, self.default_skip if skip is None else skip)
         self.set_skip(self.default_skip if skip is None else skip)
         n = internal[0].shape[0] if internal else 1
+        reset = bool(self.graph.state) and not stateful
+        kept = self._read_state() if reset else b""
         outs: list[list[np.ndarray]] = [[] for _ in self.graph.outputs]
         for i in range(n):
+            if reset:
+                self.reset_state()
             result = self.machine.invoke([x[i].tobytes() for x in internal])
             for k, data in enumerate(result.outputs):
                 outs[k].append(self._output(k, data))
+        if reset:
+            self._write_state(kept)
         return [self._to_external(name, np.stack(o)) for name, o in
                 zip(self.graph.outputs, outs, strict=True)]
 
+    # --------------------------------------------------------------------------- state
+    def reset_state(self) -> None:
+        """Call the firmware's ``NAME_reset_state`` (a no-op for a stateless model)."""
+        if not self.graph.state:
+            return
+        status = self.machine.call(str(self.manifest["reset_state_symbol"])).value
+        if status != 0:
+            raise EdgennError(f"firmware {self.out_dir}: reset_state returned {status}")
+
+    def _state_span(self) -> tuple[int, int]:
+        slots = self.manifest.get("state", [])
+        if not slots:
+            return 0, 0
+        start = min(int(s["offset"]) for s in slots)
+        return start, max(int(s["offset"]) + int(s["bytes"]) for s in slots) - start
+
+    def _read_state(self) -> bytes:
+        start, size = self._state_span()
+        return self.machine.read(str(self.manifest["arena_symbol"]), size, start) if size else b""
+
+    def _write_state(self, data: bytes) -> None:
+        start, _ = self._state_span()
+        if data:
+            self.machine.write(str(self.manifest["arena_symbol"]), data, start)
+
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
-              skip: str | Iterable[str] | None = None) -> BenchReport[BenchResult]:
+              skip: str | Iterable[str] | None = None,
+              stateful: bool = False) -> BenchReport[BenchResult]:
         """One emulated inference of the first item of each input in the skip configuration
         ``skip``: per-layer cycles, ms at ``settings.clock_mhz``, memory (``detail`` is the
-        emulation's ``BenchResult``; its switch cost is ``detail.switch_cycles``)."""
+        emulation's ``BenchResult``; its switch cost is ``detail.switch_cycles``).
+        A stateful model starts from a reset state; with ``stateful`` the items before the
+        last run as consecutive invocations and the last one is measured."""
         clock_mhz = (settings or BenchSettings()).clock_mhz
+        if self.graph.state:
+            self.reset_state()
+            if stateful:
+                arrays = [np.asarray(x) for x in inputs]
+                if len(arrays[0]) > 1:
+                    self.run(*(x[:-1] for x in arrays), skip=skip, stateful=True)
+                inputs = tuple(x[-1:] for x in arrays)
         return cortexm_report(self, self.emulate(*inputs, skip=skip), clock_mhz)
 
     def emulate(self, *inputs: np.ndarray,
@@ -250,8 +299,9 @@ class CortexMExecutable:
 
     def sizes(self) -> dict[str, int]:
         """flash / RAM of the ELF and the arena, in bytes (the arena only, for a library)."""
+        state = int(self.manifest.get("state_bytes", 0))
         if self.elf is None:
-            return {"arena": int(self.manifest["arena_bytes"])}
+            return {"arena": int(self.manifest["arena_bytes"]), "state": state}
         if self.manifest.get("board", GENERIC_BOARD) == GENERIC_BOARD:
             s = self.machine.elf_sizes()
         else:  # a board's application: the same figures without loading the emulator
@@ -263,7 +313,7 @@ class CortexMExecutable:
                      if "_sstack" in syms and "_estack" in syms else None)
             s = image.sizes(stack)
         return {"flash": int(s["flash_bytes"]), "ram": int(s["ram_bytes"]),
-                "arena": int(self.manifest["arena_bytes"])}
+                "arena": int(self.manifest["arena_bytes"]), "state": state}
 
     # --------------------------------------------------------------------------- layouts
     def _inputs(self, inputs: tuple[np.ndarray, ...]) -> list[np.ndarray]:
@@ -316,7 +366,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
     blocks: list[Any] = []
-    if skippable:
+    if skippable and not graph.state:  # why: skip firmware does not carry state
         from edgenn.passes.skip import find_blocks
 
         blocks = find_blocks(graph)

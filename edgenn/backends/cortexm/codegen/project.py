@@ -24,12 +24,13 @@ from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name
 from edgenn.backends.cortexm.codegen.names import check_identifier
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
+from edgenn.backends.cortexm.codegen.state import state_slots
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError, PlanError, ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor
-from edgenn.memory import MemoryPlan
+from edgenn.memory import MemoryPlan, state_offsets
 from edgenn.utils import atomic_write_bytes
 
 C_DIR = Path(__file__).resolve().parent.parent / "c"
@@ -175,6 +176,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
             calls.append(select_kernel(n, graph, core, i in widened_layers)
                          .prepare(n, graph, core))
     skip = None
+    if blocks and graph.state:
+        raise UnsupportedOperatorError(f"graph {graph.name!r}: skippable blocks in a model "
+                                       "that keeps state between invocations are not supported")
     if blocks:
         skip = plan_skip_layout(graph, core, blocks, [c.scratch_bytes for c in calls],
                                 skip_configs, copy_aliases=skip_copy)
@@ -182,6 +186,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     else:
         plan = plan_arena(graph, [c.scratch_bytes for c in calls],
                           in_place=[i for i, c in enumerate(calls) if c.in_place])
+    plan, state_bytes = _with_state_area(graph, plan)
     arena_bytes = max(16, plan.peak_bytes)
     if arena_bytes + stack_bytes > ram_kb * 1024:
         raise PlanError(f"graph {graph.name!r}: arena of {arena_bytes:,} bytes plus "
@@ -192,7 +197,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     model_name = re.split(r"[\\/]", graph.name)[-1] or graph.name
     spec = LibrarySpec(name, model_name, core.name, arena_bytes, arena == "static",
                        _io(graph, graph.inputs, plan), _io(graph, graph.outputs, plan),
-                       len(graph.nodes), skip is not None)
+                       len(graph.nodes), skip is not None, state_slots(graph, plan), state_bytes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     extra = [b.replacement for b in skip.blocks if b.replacement] if skip else []
@@ -246,6 +251,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "inputs": _io_manifest(spec.inputs), "outputs": _io_manifest(spec.outputs),
         "layers": layers, "widened_layers": sorted(widened_layers),
         "compact_layers": sorted(compact_layers),
+        "state_bytes": state_bytes, "reset_state_symbol": f"{name}_reset_state",
+        "state": [{"name": slot.name, "offset": slot.offset, "bytes": slot.nbytes}
+                  for slot in spec.state],
     }
     if skip is not None:
         manifest.update(_skip_manifest(skip, name))
@@ -254,6 +262,17 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         atomic_write_bytes(out / fname, text.encode())
     return Project(out, core, name, lib_sources, app_sources, hooked, cflags, ldflags, manifest,
                    plan, calls, skip)
+
+
+def _with_state_area(graph: Graph, plan: MemoryPlan) -> tuple[MemoryPlan, int]:
+    """The plan with the state area after its buffers (``edgenn.memory.state``), and the
+    area's bytes."""
+    if not graph.state:
+        return plan, 0
+    offsets, end = state_offsets(graph, plan.peak_bytes, plan.alignment)
+    start = min(offsets.values())
+    return (MemoryPlan({**plan.offsets, **offsets}, end, plan.alignment, plan.buffers,
+                       plan.aliases, plan.planner), end - start)
 
 
 def config_key(config: Iterable[str]) -> str:
