@@ -48,13 +48,13 @@ class Executable(Protocol):
         ...
 
 
-def refuse_state(graph: Graph, target: str) -> None:
-    """One error for a target that keeps no state between invocations, given a stateful
-    graph."""
-    if graph.state:
+def refuse_state(graph: Graph, target: str, stateful: bool = True) -> None:
+    """One error for a target that keeps no state between invocations, asked to run a
+    stateful graph with ``stateful`` (its rows as consecutive invocations)."""
+    if graph.state and stateful:
         from edgenn.errors import UnsupportedOperatorError
 
         raise UnsupportedOperatorError(
             f"model {graph.name!r} keeps state between invocations ({len(graph.state)} "
-            f"variables, {graph.state_bytes()} bytes); the {target} target runs stateless "
-            "models only (use ref or cortex-m)")
+            f"variables, {graph.state_bytes()} bytes); the {target} target runs every row "
+            "from the initial state only (stateful runs: ref or cortex-m)")

@@ -31,6 +31,7 @@ from edgenn.backends.host.selection import LayerChoice, Selector
 from edgenn.backends.host.threadpool import Dispatch, TaskStats, address, release_caller
 from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
+from edgenn.backends.ref.runtime import state_values
 from edgenn.backends.ref.layer import Layer
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
@@ -162,7 +163,9 @@ class HostExecutable:
     def run(self, *inputs: np.ndarray, keep: bool = False,
             stateful: bool = False) -> list[np.ndarray]:
         """Run arrays shaped ``[N, *external input shape]``; returns the graph outputs.
-        (``stateful`` changes nothing: the host target compiles stateless graphs only.)"""
+        A stateful graph's rows each start from the initial state; ``stateful=True`` is
+        refused for it (the host target keeps no state)."""
+        refuse_state(self.graph, "host", stateful)
         try:
             values = self._forward(inputs, None)
         finally:
@@ -182,6 +185,7 @@ class HostExecutable:
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values = {name: self._io._to_internal(name, np.asarray(arr))
                   for name, arr in zip(g.inputs, inputs, strict=True)}
+        values.update(state_values(g, values))  # every row from the initial state
         clock = time.perf_counter
         for layer in self.steps:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
@@ -207,7 +211,7 @@ class HostExecutable:
         return host_report(result, EMULATION_NOTE, self.sizes()["arena"])
 
     def reset_state(self) -> None:
-        """Nothing to reset: the host target compiles stateless graphs only."""
+        """Nothing to reset: the host target keeps no state between runs."""
 
     def sizes(self) -> dict[str, int]:
         """The static arena a device would allocate for this graph at batch 1, in bytes."""
@@ -363,7 +367,6 @@ def compile_host(graph: Graph, threads: int | None = None,
     every layer; ``emulate_hetero`` (e.g. ``"1+1:0.43"``) emulates big.LITTLE on this machine
     (``topology`` gives any topology directly); ``kernels`` replaces the kernel library.
     """
-    refuse_state(graph, "host")
     check_float(graph)
     if emulate_hetero and topology is not None:
         raise EdgennError("give either emulate_hetero or topology, not both")

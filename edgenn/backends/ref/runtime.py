@@ -95,13 +95,7 @@ class RefExecutable:
         values: dict[str, np.ndarray] = {}
         for name, arr in zip(g.inputs, inputs, strict=True):
             values[name] = self._to_internal(name, np.asarray(arr))
-        if g.state:
-            rows = len(next(iter(values.values()))) if values else 1
-            for s in g.state:
-                first = s.init if state is None else state[s.read]
-                values[s.read] = (np.repeat(first, rows, axis=0)
-                                  if rows != 1 and first.ndim and first.shape[0] == 1
-                                  else np.array(first))
+        values.update(state_values(g, values, state))
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
@@ -179,6 +173,20 @@ class RefExecutable:
     def _to_external(self, name: str, arr: np.ndarray) -> np.ndarray:
         perm = self.graph.external_perm.get(name)
         return np.ascontiguousarray(arr.transpose(perm)) if perm else arr
+
+
+def state_values(graph: Graph, values: dict[str, np.ndarray],
+                 state: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The value of every state ``read`` tensor at the start of a run whose inputs are in
+    ``values`` (internal layout): ``state`` (batch 1, by read tensor) or the initial values,
+    repeated over the batch where the state has a batch axis of 1."""
+    rows = len(next(iter(values.values()))) if values else 1
+    out = {}
+    for s in graph.state:
+        first = s.init if state is None else state[s.read]
+        out[s.read] = (np.repeat(first, rows, axis=0)
+                       if rows != 1 and first.ndim and first.shape[0] == 1 else np.array(first))
+    return out
 
 
 def compile_ref(graph: Graph) -> RefExecutable:

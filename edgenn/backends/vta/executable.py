@@ -19,6 +19,7 @@ import numpy as np
 from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.executable import refuse_state
 from edgenn.backends.ref import RefExecutable, compile_ref
+from edgenn.backends.ref.runtime import state_values
 from edgenn.backends.vta.bench_report import vta_report
 from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
 from edgenn.backends.vta.conv import GEMM_OPS, VtaGemmLayer, cpu_reason, offload
@@ -69,7 +70,6 @@ def compile_vta(
     """
     from edgenn.backends.vta.gemm import run_gemm
 
-    refuse_state(graph, "vta")
     schedule = schedule_name(schedule)
     config = vta_config(preset, bus_bits)
     return build_executable(graph, OffloadTarget(config, schedule, gemm or run_gemm))
@@ -103,18 +103,21 @@ class VtaExecutable(RefExecutable):
     def run(self, *inputs: np.ndarray, keep: bool = False,
             stateful: bool = False) -> list[np.ndarray]:
         """Run arrays shaped ``[N, *external input shape]``; the outputs equal ``ref``'s.
-        (``stateful`` changes nothing: the vta target compiles stateless graphs only.)
+        A stateful graph's rows each start from the initial state; ``stateful=True`` is
+        refused for it (the accelerator target keeps no state).
 
         Leaves the run's ``NetworkReport`` in ``self.last``; ``keep=True`` also stores every
         intermediate in ``self.values``, as the reference runtime does.
         """
         g = self.graph
+        refuse_state(g, "vta", stateful)
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values = {
             name: self._to_internal(name, np.asarray(arr))
             for name, arr in zip(g.inputs, inputs, strict=True)
         }
+        values.update(state_values(g, values))  # every row from the initial state
         records = []
         for index, layer in enumerate(self.layers):
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
