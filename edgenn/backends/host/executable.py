@@ -31,8 +31,8 @@ from edgenn.backends.host.selection import LayerChoice, Selector
 from edgenn.backends.host.threadpool import Dispatch, TaskStats, address, release_caller
 from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
-from edgenn.backends.ref.runtime import state_values
 from edgenn.backends.ref.layer import Layer
+from edgenn.backends.ref.runtime import state_values
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
 

@@ -50,32 +50,28 @@ class RefExecutable:
         (for debugging and for comparing against other runtimes tensor by tensor; the last
         row's when the rows run one by one).
         """
-        if self.graph.state and (stateful or not self._batchable_state()):
-            return self._run_rows(inputs, keep, stateful)
+        if self.graph.state and stateful:
+            return self._run_rows(inputs, keep)
         values = self._forward(inputs)
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in self.graph.outputs]
 
-    def _batchable_state(self) -> bool:
-        """Whether every state variable has a batch axis of 1 (rows can share one run)."""
-        return all(s.init.ndim and s.init.shape[0] == 1 for s in self.graph.state)
-
-    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool,
-                  stateful: bool) -> list[np.ndarray]:
-        """One invocation per row: from the current state (``stateful``) or from a reset."""
+    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool) -> list[np.ndarray]:
+        """One invocation per row (a slice of the graph input's leading size, 1 for most
+        models), each continuing from the state the previous one left."""
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         arrays = [np.asarray(x) for x in inputs]
-        rows = len(arrays[0]) if arrays else 1
+        lead = [max(1, g.external_shape(n)[0]) if g.external_shape(n) else 1 for n in g.inputs]
+        rows = len(arrays[0]) // lead[0] if arrays and arrays[0].ndim else 1
         outs: list[list[np.ndarray]] = [[] for _ in g.outputs]
         for k in range(rows):
-            state = self.state if stateful else {s.read: s.init for s in g.state}
-            values = self._forward(tuple(x[k:k + 1] for x in arrays), state=state)
-            if stateful:
-                self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
-                              for s in g.state}
+            row = tuple(x[k * d:(k + 1) * d] for x, d in zip(arrays, lead, strict=True))
+            values = self._forward(row, state=self.state)
+            self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
+                          for s in g.state}
             if keep:
                 self.values = values
             for o, name in zip(outs, g.outputs, strict=True):

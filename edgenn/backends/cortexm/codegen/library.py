@@ -150,7 +150,7 @@ def header(spec: LibrarySpec) -> str:
         f"#define {m}_ARENA_ALIGNMENT {ARENA_ALIGNMENT}",
         f"#define {m}_STATIC_ARENA {int(spec.static_arena)}",
         f"#define {m}_LAYER_COUNT {spec.n_layers}",
-        f"/* bytes of state kept between invocations (0: a stateless model) */",
+        "/* bytes of state kept between invocations (0: a stateless model) */",
         f"#define {m}_STATE_BYTES {spec.state_bytes}",
         "",
         *_io_macros(m, "INPUT", spec.inputs),

@@ -6,7 +6,8 @@ integer C is bit-exact with the reference runtime by construction. The state inp
 or arena tensors: a stateful model's state area) are copied into the layer's scratch buffer,
 which holds the running state; the optional final-state outputs (LSTM's hidden and cell state,
 SVDF's new state) receive it at the end, and a stateful model keeps them for the next
-invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD (``simd_rows``).
+invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD
+(``simd_rows``).
 """
 
 from __future__ import annotations
