@@ -236,8 +236,10 @@ def is_tflite(model_bytes: bytes | None) -> bool:
 
 
 def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
-                 skip: str | None) -> tuple[list[np.ndarray] | None, str | None]:
-    """TFLite Micro's outputs, or None and the one-line reason it was not run."""
+                 skip: str | None, stateful: bool = False
+                 ) -> tuple[list[np.ndarray] | None, str | None]:
+    """TFLite Micro's outputs, or None and the one-line reason it was not run
+    (``stateful``: the rows are consecutive invocations of one interpreter)."""
     from edgenn.oracles.tflm import tflm_run
 
     if not is_tflite(model_bytes):
@@ -246,7 +248,7 @@ def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
         return None, "--skip changes the network TFLite Micro would run"
     assert model_bytes is not None
     try:
-        return tflm_run(model_bytes, *xs), None
+        return tflm_run(model_bytes, *xs, stateful=stateful), None
     except EdgennError as err:  # not installed, or it cannot load / run this model
         return None, str(err)
 
@@ -254,13 +256,16 @@ def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
 def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
              xs: Sequence[np.ndarray], *, target: str, model_bytes: bytes | None = None,
              labels: np.ndarray | None = None, skip: str | None = None, batch: int = 256,
-             on_batch: Callable[[int], None] | None = None) -> ValidationReport:
+             on_batch: Callable[[int], None] | None = None,
+             stateful: bool = False) -> ValidationReport:
     """Run ``xs`` on the target and the oracles and compare every output.
 
     ``reference_run``: the reference runtime's ``run`` (None when the target is the reference
     itself: that comparison would prove nothing). ``model_bytes``: the model file, for
     TFLite Micro when it is a ``.tflite`` flatbuffer. ``on_batch`` is told how many samples
-    the target finished (a progress bar).
+    the target finished (a progress bar). ``stateful``: the rows are consecutive invocations
+    (the runners must continue their state from one call to the next; TFLite Micro runs them
+    on one interpreter); otherwise every row starts from a reset state.
     """
     n = len(xs[0]) if xs else 0
     if n == 0:
@@ -272,7 +277,7 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
         report.notes["ref"] = "the target is the reference runtime"
     else:
         oracles["ref"] = run_batched(reference_run, xs, 256)
-    tflm, why = tflm_outputs(model_bytes, xs, skip)
+    tflm, why = tflm_outputs(model_bytes, xs, skip, stateful)
     if tflm is None:
         report.notes["tflm"] = why or "not run"
     else:

@@ -152,3 +152,29 @@ def test_tflm_oracle_stateful_differs_from_stateless() -> None:
     with pytest.raises(EdgennError):
         tflm_run(data, xs, xs)  # one input only: a clear error, not a crash
     assert _mismatches(tflm_run(data, xs, stateful=True), tflm_run(data, xs)) > 0
+
+
+# -- the CLI: --stateful on run, validate, bench -------------------------------------------------
+def test_cli_run_stateful_continues_the_stream_across_batches(tmp_path: Path) -> None:
+    from edgenn.cli.main import main
+
+    data = _model("streaming_int8")
+    path = FIXTURES / "streaming" / "streaming_int8.tflite"
+    xs = _inputs("streaming_int8", data, 12)
+    np.save(tmp_path / "x.npy", xs)
+    for flag, want in (([], tflm_run(data, xs)), (["--stateful"],
+                                                  tflm_run(data, xs, stateful=True))):
+        out = tmp_path / f"y{len(flag)}.npy"
+        assert main(["run", str(path), "--input", str(tmp_path / "x.npy"), "-o", str(out),
+                     "--batch", "5", *flag]) == 0
+        assert _mismatches([np.load(out)], want) == 0
+
+
+def test_cli_validate_and_bench_stateful(tmp_path: Path) -> None:
+    from edgenn.cli.main import main
+
+    path = str(FIXTURES / "streaming" / "streaming_int16.tflite")
+    assert main(["validate", path, "--target", "ref", "--random", "12", "--stateful"]) == 0
+    out = tmp_path / "bench.json"
+    assert main(["bench", path, "--target", "ref", "--stateful", "--json", str(out)]) == 0
+    assert out.stat().st_size > 0

@@ -42,9 +42,11 @@ class Executable(Protocol):
         kept between invocations); ``flash`` / ``ram`` where a build has them."""
         ...
 
-    def bench(self, *inputs: np.ndarray,
-              settings: BenchSettings | None = None) -> BenchReport[Any]:
-        """One benchmark on the first item of each input (an inference of batch 1)."""
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              stateful: bool = False) -> BenchReport[Any]:
+        """One benchmark on the first item of each input (an inference of batch 1); a
+        stateful graph from a reset state, or with ``stateful`` the last item after the
+        others as consecutive invocations."""
         ...
 
 

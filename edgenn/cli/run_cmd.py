@@ -39,6 +39,9 @@ def add_parser(sub: Any) -> None:
     add_vta_options(p)
     add_host_options(p)
     p.add_argument("--batch", type=int, default=256, help="samples per runtime call")
+    p.add_argument("--stateful", action="store_true",
+                   help="the samples are consecutive invocations of a streaming model (state "
+                        "carries from one to the next); default: each from a reset state")
     p.set_defaults(func=run)
 
 
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     outs: list[list[np.ndarray]] = [[] for _ in graph.outputs]
     with progress("running", n) as advance:
         for sl in batches(n, max(1, args.batch)):
-            for k, y in enumerate(exe.run(*(x[sl] for x in xs))):
+            for k, y in enumerate(exe.run(*(x[sl] for x in xs), stateful=args.stateful)):
                 outs[k].append(y)
             advance(sl.stop - sl.start)
     # An empty batch still has the declared result shape.

@@ -6,6 +6,7 @@ any differing element of an integer output, or a float output beyond the toleran
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def add_parser(sub: Any) -> None:
                       help="N seeded random inputs (the default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random")
     p.add_argument("--limit", type=int, default=None, help="validate only the first N samples")
+    p.add_argument("--stateful", action="store_true",
+                   help="the samples are consecutive invocations of a streaming model (state "
+                        "carries from one to the next); default: each from a reset state")
     add_json_option(p, "the report")
     add_device_options(p)
     add_vta_options(p)
@@ -69,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
     emulated = args.target not in ("ref", "host")
     with progress(f"validate on {args.target}", len(xs[0]) if xs else 0) as advance:
         # why small batches on emulated targets: they run sample by sample; the bar moves
-        report = validate(graph, exe.run, None if ref is None else ref.run, xs,
+        report = validate(graph, partial(exe.run, stateful=args.stateful),
+                          None if ref is None else partial(ref.run, stateful=args.stateful), xs,
                           target=args.target, model_bytes=Path(args.model).read_bytes(),
                           labels=labels, skip=options.get("skip"),
-                          batch=4 if emulated else 256, on_batch=advance)
+                          batch=4 if emulated else 256, on_batch=advance,
+                          stateful=args.stateful)
     report.model = args.model
     board = options.get("board", "generic")
     if isinstance(exe, CortexMExecutable) and board != "generic":  # say where it ran

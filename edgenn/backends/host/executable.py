@@ -202,9 +202,10 @@ class HostExecutable:
         return values
 
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
-              cpu_repeats: int = 5) -> BenchReport[HostBenchResult]:
+              cpu_repeats: int = 5, stateful: bool = False) -> BenchReport[HostBenchResult]:
         """The measured latency of one inference, per layer (``measure`` with the repeats of
         ``settings``; ``detail`` is its ``HostBenchResult``)."""
+        refuse_state(self.graph, "host", stateful)
         settings = settings or BenchSettings()
         result = self.measure(*inputs, repeats=settings.repeats, warmup=settings.warmup,
                               cpu_repeats=cpu_repeats)

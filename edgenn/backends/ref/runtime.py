@@ -113,19 +113,28 @@ class RefExecutable:
         state = state_area_bytes(self.graph)
         return {"arena": int(self.memory_plan().peak_bytes) + state, "state": state}
 
-    def bench(self, *inputs: np.ndarray,
-              settings: BenchSettings | None = None) -> BenchReport[Any]:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              stateful: bool = False) -> BenchReport[Any]:
         """Per-layer wall time of the numpy reference on the first item of each input: the
         median of ``settings.repeats`` runs after ``settings.warmup`` (a functional
-        reference, not a deployment target: the figures show where numpy spends its time)."""
+        reference, not a deployment target: the figures show where numpy spends its time).
+        A stateful graph starts from the initial state; with ``stateful`` the items before
+        the last run as consecutive invocations (from a reset) and the last one is timed."""
         settings = settings or BenchSettings()
         xs = tuple(np.asarray(x)[:1] for x in inputs)
+        state = None
+        if stateful and self.graph.state:
+            self.reset_state()
+            arrays = [np.asarray(x) for x in inputs]
+            if len(arrays[0]) > 1:
+                self.run(*(x[:-1] for x in arrays), stateful=True)
+            xs, state = tuple(x[-1:] for x in arrays), self.state
         for _ in range(settings.warmup):
-            self._forward(xs)
+            self._forward(xs, state=state)
         runs: list[list[float]] = []
         for _ in range(settings.repeats):
             runs.append([])
-            self._forward(xs, runs[-1])
+            self._forward(xs, runs[-1], state=state)
         return ref_report(self.graph, [layer.node for layer in self.layers], runs,
                           settings, self.sizes()["arena"])
 

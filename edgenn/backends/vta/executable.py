@@ -133,12 +133,14 @@ class VtaExecutable(RefExecutable):
         self.last = self._network_report(tuple(records), batch)
         return [self._to_external(name, values[name]) for name in g.outputs]
 
-    def bench(self, *inputs: np.ndarray,
-              settings: BenchSettings | None = None) -> BenchReport[NetworkReport]:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              stateful: bool = False) -> BenchReport[NetworkReport]:
         """One run of the first item of each input; ``detail`` is its ``NetworkReport``.
+        (``stateful`` is refused for a stateful graph: the accelerator keeps no state.)
 
         ``settings`` changes nothing: the accelerator's time is simulated (deterministic) and
         the host share is measured once, as DarkNet's per-layer log does."""
+        refuse_state(self.graph, "vta", stateful)
         self.run(*[np.asarray(x)[:1] for x in inputs])
         assert self.last is not None
         return vta_report(self.last, self.sizes()["arena"])
