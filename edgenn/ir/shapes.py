@@ -354,8 +354,8 @@ def _quantize(node: Node, inputs: list[Tensor | None]) -> Inferred:
     """The output type is the ``dtype`` attribute, INT8 when absent."""
     x = _need(node, inputs, 0)
     dtype = _declared_dtype(node, DType.INT8)
-    if dtype not in (DType.INT8, DType.INT16):
-        raise _fail(node, f"quantizes to int8 or int16, not {dtype.value}")
+    if dtype not in (DType.INT8, DType.INT16) and (dtype, x.dtype) != (DType.UINT8, DType.INT8):
+        raise _fail(node, f"quantizes to int8 or int16 (uint8 from int8), not {dtype.value}")
     return [(x.shape, dtype)]
 
 

@@ -29,7 +29,8 @@ STATUS_CODES = (
                                    "ARENA_ALIGNMENT bytes"),
     ("ERROR_NO_STATIC_ARENA", -5, "init called on a library built for an external arena"),
 )
-_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float"}
+_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float",
+            "uint8": "uint8_t"}
 
 
 @dataclass(frozen=True)

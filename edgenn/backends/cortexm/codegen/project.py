@@ -39,7 +39,7 @@ DEFAULT_NAME = "model"
 GENERIC_BOARD = "generic"
 ARENA_KINDS = ("static", "external")
 _PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
-             DType.FLOAT32: "float"}
+             DType.FLOAT32: "float", DType.UINT8: "uint8_t"}
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
@@ -76,7 +76,8 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...
         t = graph.tensor(name)
         if t.dtype not in _PTR_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
-                                           "Cortex-M firmware takes int8, int16, int32 or float32")
+                                           "Cortex-M firmware takes int8, uint8, int16, int32 or "
+                                           "float32")
         q = t.quant
         scale = float(q.scale[0]) if q is not None and q.axis is None else 0.0
         zp = int(q.zero_point[0]) if q is not None and q.axis is None else 0

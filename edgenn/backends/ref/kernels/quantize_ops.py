@@ -3,7 +3,8 @@
 
 * float -> int is ``AffineQuantize``: ``round(x / scale) + zp`` with the division in float32
   and ``round`` half away from zero, clamped to the output type;
-* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16) is ``Requantize``:
+* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16, int8 -> uint8) is
+  ``Requantize``:
   ``MultiplyByQuantizedMultiplier(x - zp_in)`` with the multiplier of ``in_scale /
   out_scale`` (double), ``+ zp_out``, clamped to the output type;
 * Dequantize is ``float(double(scale) * (x - zp))``.
@@ -39,7 +40,7 @@ def affine_quantize(x: np.ndarray, scale: float, zero_point: int,
 class Quantize(Layer):
     def build(self) -> None:
         y = self.outputs[0]
-        if y.dtype not in QUANTIZED:
+        if y.dtype not in QUANTIZED and y.dtype is not DType.UINT8:
             raise UnsupportedOperatorError(f"{self.node}: quantizes to int8 or int16, "
                                            f"not {y.dtype.value}")
         qo = per_tensor(self, y, "output")
