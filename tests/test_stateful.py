@@ -21,7 +21,7 @@ from edgenn.frontends.tflite import load_tflite  # noqa: E402
 from edgenn.ir import DType  # noqa: E402
 from edgenn.ir.state import StateVar  # noqa: E402
 from edgenn.oracles.tflm import tflm_interpreter, tflm_run  # noqa: E402
-from tests.conformance.cases.recurrent import svdf_int8  # noqa: E402
+from tests.conformance.cases.recurrent import LstmShape, lstm_quantized, svdf_int8  # noqa: E402
 from tests.conformance.spec import model_bytes  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -33,10 +33,13 @@ STREAM, AFTER_RESET = 20, 5
 def _model(name: str) -> bytes:
     if name == "svdf_state_int16":
         return model_bytes([svdf_int8("stateful_svdf16", 1, 6, 4, 2, 5)])
+    if name == "lstm_int16":  # 16x8 LSTM: int16 hidden and cell state
+        return model_bytes([lstm_quantized("stateful_lstm16", LstmShape(1, 3, 4, 5),
+                                           int16=True)])
     if name == "svdf_state_int8":
         return model_bytes([svdf_int8("stateful_svdf8", 1, 6, 4, 2, 5, state=DType.INT8,
                                       state_zp=-3)])
-    folder = "operators" if name.startswith("lstm") else "streaming"
+    folder = "operators" if name.startswith("lstm_mnist") else "streaming"
     return (FIXTURES / folder / f"{name}.tflite").read_bytes()
 
 
@@ -52,8 +55,8 @@ def _inputs(name: str, data: bytes, n: int) -> np.ndarray:
     return rng.integers(info.min // 4, info.max // 4, (n, *t.shape[1:])).astype(t.dtype.numpy)
 
 
-MODELS = ["streaming_int8", "streaming_int16", "lstm_mnist_int8", "svdf_state_int16",
-          "svdf_state_int8"]
+MODELS = ["streaming_int8", "streaming_int16", "lstm_mnist_int8", "lstm_int16",
+          "svdf_state_int16", "svdf_state_int8"]
 
 
 def _mismatches(got: list[np.ndarray], want: list[np.ndarray]) -> int:
