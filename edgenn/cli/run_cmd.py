@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     outs: list[list[np.ndarray]] = [[] for _ in graph.outputs]
     with progress("running", n) as advance:
         for sl in batches(n, max(1, args.batch)):
-            for k, y in enumerate(exe.run(*(x[sl] for x in xs), stateful=args.stateful)):
+            stream = {"stateful": True} if args.stateful else {}
+            for k, y in enumerate(exe.run(*(x[sl] for x in xs), **stream)):
                 outs[k].append(y)
             advance(sl.stop - sl.start)
     # An empty batch still has the declared result shape.

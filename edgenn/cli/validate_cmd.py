@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     emulated = args.target not in ("ref", "host")
     with progress(f"validate on {args.target}", len(xs[0]) if xs else 0) as advance:
         # why small batches on emulated targets: they run sample by sample; the bar moves
-        report = validate(graph, partial(exe.run, stateful=args.stateful),
-                          None if ref is None else partial(ref.run, stateful=args.stateful), xs,
+        report = validate(graph, _stream(exe.run, args.stateful),
+                          None if ref is None else _stream(ref.run, args.stateful), xs,
                           target=args.target, model_bytes=Path(args.model).read_bytes(),
                           labels=labels, skip=options.get("skip"),
                           batch=4 if emulated else 256, on_batch=advance,
@@ -87,6 +87,11 @@ def run(args: argparse.Namespace) -> int:
         print_report(report)
     write_json(args.json, report.to_dict())
     return 0 if report.passed else 1
+
+
+def _stream(run: Any, stateful: bool) -> Any:
+    """``run``, its rows consecutive invocations with ``stateful`` (--stateful)."""
+    return partial(run, stateful=True) if stateful else run
 
 
 def print_report(report: ValidationReport) -> None:
