@@ -181,3 +181,36 @@ def test_cli_validate_and_bench_stateful(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     assert main(["bench", path, "--target", "ref", "--stateful", "--json", str(out)]) == 0
     assert out.stat().st_size > 0
+
+
+# -- malformed resource variables: one line naming the node --------------------------------------
+def _mutated(change: str) -> bytes:
+    from edgenn.fuzz.tflite_fb import pack, unpack
+    from edgenn.ir.tflite_enums import OP
+
+    model = unpack(_model("streaming_int8"))
+    main = model.subgraphs[0]
+    code = {k: c.builtin for k, c in enumerate(model.opcodes)}
+    ops = {name: [op for op in main.operators if code[op.opcode_index] == getattr(OP, name)]
+           for name in ("CALL_ONCE", "READ_VARIABLE", "ASSIGN_VARIABLE")}
+    if change == "init_index":
+        ops["CALL_ONCE"][0].options["InitSubgraphIndex"] = 7
+    elif change == "read_no_handle":
+        ops["READ_VARIABLE"][0].inputs = [main.inputs[0]]
+    elif change == "init_not_constant":
+        init = model.subgraphs[1]
+        assign = next(op for op in init.operators
+                      if code[op.opcode_index] == OP.ASSIGN_VARIABLE)
+        init.tensors[assign.inputs[1]].buffer = 0
+    return pack(model)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ("init_index", "CALL_ONCE runs subgraph 7 of 2"),
+    ("read_no_handle", "not a VAR_HANDLE's output"),
+    ("init_not_constant", "is not a constant"),
+])
+def test_malformed_resource_variables_fail_in_one_line(change: str, message: str) -> None:
+    with pytest.raises(EdgennError, match=message) as e:
+        load_tflite(_mutated(change), "bad.tflite")
+    assert "\n" not in str(e.value) and "bad.tflite" in str(e.value)
