@@ -18,7 +18,7 @@ from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import Graph
-from edgenn.memory import MemoryPlan, plan_graph
+from edgenn.memory import MemoryPlan, plan_graph, state_area_bytes, state_offsets
 from edgenn.passes.skip import config_peak, find_blocks
 
 
@@ -80,8 +80,11 @@ def target_memory(graph: Graph, target: str,
             "io_bytes": sum(sizes.get(n, 0) for n in own),
             "scratch_bytes": int(scratch[i]),
         })
+    peak = plan.peak_bytes
+    if graph.state:  # the state area follows the planned buffers (edgenn.memory.state)
+        peak = state_offsets(graph, peak)[1]
     # why max(16, ...): the generator never emits an empty arena (firmware_arena_bytes)
-    return layers, max(16, plan.peak_bytes)
+    return layers, max(16, peak)
 
 
 def unsupported_line(graph: Graph, target: str, kernels: list[str | None]) -> str | None:
@@ -119,6 +122,7 @@ def summary(graph: Graph, planner: str = "greedy") -> dict[str, Any]:
         "total_macs": sum(c.macs for c in costs),
         "param_bytes": sum(t.nbytes for t in graph.tensors.values() if t.is_const),
         "arena_bytes": plan.peak_bytes,
+        "state_bytes": state_area_bytes(graph),
         "planner": planner,
         "skippable_blocks": skippable_blocks(graph, planner),
     }

@@ -266,9 +266,11 @@ def tflm_applies(model_bytes: bytes | None, skip: str | None) -> str | None:
 
 
 def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
-                 skip: str | None) -> tuple[list[np.ndarray] | None, str | None]:
+                 skip: str | None, stateful: bool = False
+                 ) -> tuple[list[np.ndarray] | None, str | None]:
     """TFLite Micro's outputs for batches ``xs`` ``[N, *declared shape]``, or None and the
-    one-line reason it was not run."""
+    one-line reason it was not run (``stateful``: the samples are consecutive invocations of
+    one interpreter)."""
     from edgenn.oracles.tflm import tflm_run
 
     why = tflm_applies(model_bytes, skip)
@@ -276,7 +278,7 @@ def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
         return None, why
     assert model_bytes is not None
     try:
-        return tflm_run(model_bytes, *xs), None
+        return tflm_run(model_bytes, *xs, stateful=stateful), None
     except EdgennError as err:  # not installed, or it cannot load / run this model
         return None, str(err)
 
@@ -285,7 +287,7 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
              xs: Sequence[np.ndarray], *, target: str, model_bytes: bytes | None = None,
              labels: np.ndarray | None = None, skip: str | None = None, batch: int = 256,
              on_batch: Callable[[int], None] | None = None,
-             tflm: bool = True) -> ValidationReport:
+             tflm: bool = True, stateful: bool = False) -> ValidationReport:
     """Run ``xs`` (read by the input rule of ``edgenn.ir.batch``) on the target and the
     oracles and compare every output, as ``[N, *declared output shape]``.
 
@@ -294,6 +296,9 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
     TFLite Micro when it is a ``.tflite`` flatbuffer (``tflm=False``: not asked for). An
     oracle asked for that cannot run is listed in ``not_run``: the verdict is then not a
     pass. ``on_batch`` is told how many samples the target finished (a progress bar).
+    ``stateful``: the samples are consecutive invocations (the runners must continue their
+    state from one call to the next; TFLite Micro runs them on one interpreter); otherwise
+    every sample starts from a reset state.
     """
     samples = read_batch(graph, xs)
     n, xs = samples.n, samples.arrays
@@ -307,7 +312,8 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
     else:
         oracles["ref"] = run_batched(reference_run, xs, 256)
     applies = tflm_applies(model_bytes, skip) if tflm else "not asked for (--no-tflm)"
-    outs, why = tflm_outputs(model_bytes, xs, skip) if applies is None else (None, applies)
+    outs, why = (tflm_outputs(model_bytes, xs, skip, stateful) if applies is None
+                 else (None, applies))
     if outs is not None:
         oracles["tflm"] = outs
     elif applies is None:

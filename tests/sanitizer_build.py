@@ -63,7 +63,9 @@ int main(int argc, char **argv)
                 return 3;
             }}
         }}
-        if ({NAME}_invoke() != {NAME.upper()}_OK) {{
+        /* why: every sample from the initial state (a streaming model's state would carry
+         * over), as the reference runtime runs them */
+        if ({NAME}_reset_state() != {mac}_OK || {NAME}_invoke() != {NAME.upper()}_OK) {{
             return 4;
         }}
         for (i = 0; i < {len(outs)}; i++) {{

@@ -26,6 +26,8 @@ from edgenn.errors import EdgennError
 from edgenn.evaluate import bench_inputs
 from edgenn.fusion import fusion_options
 
+STREAM_WARMUP = 8  # --stateful: invocations before the measured one
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="benchmark one inference: cost per layer, memory")
@@ -43,6 +45,9 @@ def add_parser(sub: Any) -> None:
     add_vta_options(p)
     add_host_options(p)
     add_timing_options(p, "measured targets: host, ref")
+    p.add_argument("--stateful", action="store_true",
+                   help="a streaming model: measure an invocation that continues a stream of "
+                        f"{STREAM_WARMUP} random ones (default: from a reset state)")
     p.set_defaults(func=run)
 
 
@@ -56,7 +61,14 @@ def run(args: argparse.Namespace) -> int:
     exe = compile_model(graph, target=args.target, **options)
     settings = BenchSettings(repeats=args.repeats, warmup=args.warmup,
                              clock_mhz=args.clock_mhz)
-    report = exe.bench(*bench_inputs(graph), settings=settings)
+    if args.stateful:
+        from edgenn.ir.sample import random_inputs
+
+        # the stream's invocations run first; the last one is measured
+        report = exe.bench(*random_inputs(graph, STREAM_WARMUP + 1), settings=settings,
+                           stateful=True)
+    else:
+        report = exe.bench(*bench_inputs(graph), settings=settings)
     report = report.with_extra(fusion=fusion_options(dict(options)))
     to_stdout = args.json == "-"
     if not to_stdout:

@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(
         f"total MACs {info['total_macs']:,}   parameters {info['param_bytes']:,} B   "
         f"planned arena ({args.planner}) {info['arena_bytes']:,} B"
+        + (f" + state {info['state_bytes']:,} B kept between invocations"
+           if info["state_bytes"] else "")
     )
     if target:
         missing = sum(layer["flash_bytes"] is None for layer in info["layers"])

@@ -9,6 +9,7 @@ the shape starts with 1); a ``.csv`` holds the values of one sample, or one line
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,9 @@ def add_parser(sub: Any) -> None:
     add_host_options(p)
     p.add_argument("--batch", type=int, default=256, help="at most this many samples per "
                                                          "runtime call")
+    p.add_argument("--stateful", action="store_true",
+                   help="the samples are consecutive invocations of a streaming model (state "
+                        "carries from one to the next); default: each from a reset state")
     p.set_defaults(func=run)
 
 
@@ -64,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
     batch = read_batch(graph, xs, sources)
     with phase(f"compiling for {args.target}"):
         exe = compile_model(graph, target=args.target, **target_options(args))
+    run = partial(exe.run, stateful=True) if args.stateful else exe.run
     with progress(f"running on {args.target}", batch.n) as advance:
-        ys = batch.outputs(run_batched(exe.run, batch.arrays, max(1, args.batch), advance))
+        ys = batch.outputs(run_batched(run, batch.arrays, max(1, args.batch), advance))
     save_outputs(args.output, graph.outputs, ys, one_sample=batch.form == "sample")
     print_written(graph, batch, args.output, ys, args.target)
     return 0

@@ -8,6 +8,7 @@ or nothing was compared: PASS is printed only when every comparison asked for ra
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ def add_parser(sub: Any) -> None:
                       help="N seeded random inputs (the default: 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of --random")
     p.add_argument("--limit", type=int, default=None, help="validate only the first N samples")
+    p.add_argument("--stateful", action="store_true",
+                   help="the samples are consecutive invocations of a streaming model (state "
+                        "carries from one to the next); default: each from a reset state")
     p.add_argument("--no-tflm", action="store_true",
                    help="do not compare with TFLite Micro (then a missing tflite-micro does "
                         "not make the verdict incomplete)")
@@ -76,11 +80,12 @@ def run(args: argparse.Namespace) -> int:
     emulated = args.target not in ("ref", "host")
     with progress(f"validate on {args.target}", len(xs[0]) if xs else 0) as advance:
         # why small batches on emulated targets: they run sample by sample; the bar moves
-        report = validate(graph, exe.run, None if ref is None else ref.run, xs,
+        report = validate(graph, _stream(exe.run, args.stateful),
+                          None if ref is None else _stream(ref.run, args.stateful), xs,
                           target=args.target, model_bytes=Path(args.model).read_bytes(),
                           labels=labels, skip=options.get("skip"),
                           batch=4 if emulated else 256, on_batch=advance,
-                          tflm=not args.no_tflm)
+                          tflm=not args.no_tflm, stateful=args.stateful)
     report.model = args.model
     board = options.get("board", "generic")
     if isinstance(exe, CortexMExecutable) and board != "generic":  # say where it ran
@@ -89,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
         print_report(report)
     write_json(args.json, report.to_dict())
     return EXIT_CODES[report.verdict]
+
+
+def _stream(run: Any, stateful: bool) -> Any:
+    """``run``, its rows consecutive invocations with ``stateful`` (--stateful)."""
+    return partial(run, stateful=True) if stateful else run
 
 
 def print_report(report: ValidationReport) -> None:

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import tflite
 
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.export import lowerings  # noqa: F401  (registers the group lowerings)
 from edgenn.export.flatbuffer import serialize
 from edgenn.export.lowering import BO, OP, Lowering, empty_options
@@ -27,6 +28,12 @@ def export_tflite(graph: Graph, nhwc_io: bool = False) -> bytes:
     ``UnsupportedOperatorError`` (naming the node) for an operator TFLite cannot express.
     """
     graph.validate()
+    if graph.state:
+        # why: the exporter writes one subgraph; resource variables and variable tensors
+        # (what would carry the state) are not written yet
+        raise UnsupportedOperatorError(f"graph {graph.name!r} keeps state between invocations "
+                                       f"({len(graph.state)} variables); exporting stateful "
+                                       "graphs to .tflite is not supported")
     lw = Lowering(graph)
     model = lw.model
 

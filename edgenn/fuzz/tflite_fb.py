@@ -102,7 +102,8 @@ def _read_options(op: Any, cls_name: str) -> dict[str, Any]:
             out[name] = [getattr(opts, name)(j) for j in range(int(length()))]
             continue
         value = getattr(opts, name)()
-        if isinstance(value, (int, float, bool)):  # why: nested tables / strings are dropped
+        # why bytes too: VAR_HANDLE names its variable with strings; nested tables are dropped
+        if isinstance(value, (int, float, bool, bytes)):
             out[name] = value
     return out
 
@@ -114,6 +115,8 @@ def _write_options(b: flatbuffers.Builder, cls_name: str, values: dict[str, Any]
         if isinstance(value, list) and start is not None:
             # why int32: every vector field of a builtin options table holds int32
             vectors[name] = _int_vector(b, [_clip32(v) for v in value], start)
+        elif isinstance(value, bytes):  # strings, like vectors, precede the table
+            vectors[name] = b.CreateString(value)
     getattr(tflite, f"{cls_name}Start")(b)
     for name, value in values.items():
         add = getattr(tflite, f"{cls_name}Add{name}", None)

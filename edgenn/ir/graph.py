@@ -9,6 +9,7 @@ from functools import cached_property
 from edgenn.errors import GraphValidationError
 from edgenn.ir.checks import check_constants
 from edgenn.ir.node import Node
+from edgenn.ir.state import StateVar
 from edgenn.ir.tensor import Tensor
 
 
@@ -20,6 +21,9 @@ class Graph:
     input or output name to the permutation that turns the internal array (NHWC) into the
     layout the model file declares (e.g. ``(0, 3, 1, 2)`` for an ONNX NCHW input); runtimes
     apply it at the boundary so users feed and receive arrays as the file declares them.
+    ``state``: the values kept from one invocation to the next (``edgenn.ir.state``); each
+    variable's ``read`` tensor is defined before the first node and its ``write`` tensor is
+    kept alive to the end like a graph output.
     """
 
     name: str
@@ -29,8 +33,10 @@ class Graph:
     outputs: tuple[str, ...]
     external_perm: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     metadata: Mapping[str, str] = field(default_factory=dict)
+    state: tuple[StateVar, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "state", tuple(self.state))
         object.__setattr__(self, "nodes", tuple(self.nodes))
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
@@ -66,6 +72,20 @@ class Graph:
     def producer(self, tensor_name: str) -> Node | None:
         return self.producers.get(tensor_name)
 
+    @property
+    def state_reads(self) -> tuple[str, ...]:
+        return tuple(s.read for s in self.state)
+
+    @property
+    def sinks(self) -> tuple[str, ...]:
+        """Tensors that must be computed however few nodes read them: the graph outputs and
+        the state writes."""
+        return (*self.outputs, *(s.write for s in self.state))
+
+    def state_bytes(self) -> int:
+        """Bytes of state kept between invocations (at batch 1)."""
+        return sum(self.tensor(s.read).nbytes for s in self.state)
+
     def input_tensors(self) -> list[Tensor]:
         return [self.tensor(n) for n in self.inputs]
 
@@ -88,7 +108,7 @@ class Graph:
         """A new graph with these nodes; tensors no longer referenced are dropped."""
         nodes = tuple(nodes)
         pool = dict(self.tensors if tensors is None else tensors)
-        used = set(self.inputs) | set(self.outputs)
+        used = set(self.inputs) | set(self.sinks) | set(self.state_reads)
         for node in nodes:
             used.update(n for n in node.inputs if n)
             used.update(node.outputs)
@@ -105,6 +125,7 @@ class Graph:
             if name not in self.tensors:
                 raise GraphValidationError(f"graph input {name!r} has no tensor")
             defined.add(name)
+        self._validate_state_reads(defined)
         names_seen: set[str] = set()
         for node in self.nodes:
             if node.name in names_seen:
@@ -132,7 +153,34 @@ class Graph:
         for name in self.outputs:
             if name not in defined:
                 raise GraphValidationError(f"graph output {name!r} is never produced")
+        for s in self.state:
+            if s.write not in defined:
+                raise GraphValidationError(f"state {s.name!r}: its new value {s.write!r} is "
+                                           "never produced")
+            w, r = self.tensor(s.write), self.tensor(s.read)
+            if w.dtype != r.dtype or w.nbytes != r.nbytes:
+                raise GraphValidationError(
+                    f"state {s.name!r}: written as {w.dtype.value}{list(w.shape)} but read as "
+                    f"{r.dtype.value}{list(r.shape)}")
         return self
+
+    def _validate_state_reads(self, defined: set[str]) -> None:
+        seen: set[str] = set()
+        for s in self.state:
+            if s.name in seen:
+                raise GraphValidationError(f"two state variables are named {s.name!r}")
+            seen.add(s.name)
+            if s.read not in self.tensors:
+                raise GraphValidationError(f"state {s.name!r}: no tensor named {s.read!r}")
+            t = self.tensors[s.read]
+            if s.read in defined or t.is_const:
+                raise GraphValidationError(f"state {s.name!r}: {s.read!r} is also a graph "
+                                           "input, a constant or another state")
+            if s.init.shape != t.shape or s.init.dtype != t.dtype.numpy:
+                raise GraphValidationError(
+                    f"state {s.name!r}: initial value {s.init.dtype}{list(s.init.shape)} does "
+                    f"not match {t.dtype.value}{list(t.shape)}")
+            defined.add(s.read)
 
     def __str__(self) -> str:
         return f"Graph {self.name!r} ({len(self.nodes)} nodes)"

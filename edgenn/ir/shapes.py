@@ -354,8 +354,10 @@ def _quantize(node: Node, inputs: list[Tensor | None]) -> Inferred:
     """The output type is the ``dtype`` attribute, INT8 when absent."""
     x = _need(node, inputs, 0)
     dtype = _declared_dtype(node, DType.INT8)
-    if dtype not in (DType.INT8, DType.INT16, DType.INT32):
-        raise _fail(node, f"quantizes to int8, int16 or int32, not {dtype.value}")
+    if dtype not in (DType.INT8, DType.INT16, DType.INT32) and (dtype, x.dtype) != (
+            DType.UINT8, DType.INT8):
+        raise _fail(node, "quantizes to int8, int16 or int32 (uint8 from int8), "
+                    f"not {dtype.value}")
     return [(x.shape, dtype)]
 
 

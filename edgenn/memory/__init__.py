@@ -7,6 +7,7 @@ from edgenn.memory.greedy import GreedyPlanner
 from edgenn.memory.lifetimes import graph_buffers, reshape_aliases
 from edgenn.memory.linear import LinearPlanner
 from edgenn.memory.plan import DEFAULT_ALIGNMENT, MemoryPlan, Planner
+from edgenn.memory.state import state_area_bytes, state_offsets
 
 __all__ = [
     "DEFAULT_ALIGNMENT",
@@ -22,4 +23,6 @@ __all__ = [
     "live_bytes_peak",
     "plan_graph",
     "reshape_aliases",
+    "state_area_bytes",
+    "state_offsets",
 ]

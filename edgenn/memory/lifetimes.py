@@ -17,12 +17,15 @@ from edgenn.memory.buffer import Buffer
 def reshape_aliases(graph: Graph) -> dict[str, str]:
     """Map each Reshape output that may share its input's bytes to the tensor owning them."""
     aliases: dict[str, str] = {}
+    persistent = set(graph.state_reads)
     for node in graph.nodes:
         if node.op != "Reshape" or not node.inputs or len(node.outputs) != 1:
             continue
         src, out = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
-        if src.is_const or src.nbytes != out.nbytes:
-            continue  # a constant lives outside the arena: the output needs its own bytes
+        if src.is_const or src.nbytes != out.nbytes or src.name in persistent:
+            # a constant (or a state, see graph_buffers) lives outside the planned arena: the
+            # output needs its own bytes
+            continue
         # why: chase chains (Reshape of a Reshape) so every alias points at a real buffer.
         aliases[out.name] = aliases.get(src.name, src.name)
     return aliases
@@ -42,6 +45,10 @@ def graph_buffers(graph: Graph, alias_reshape: bool = True,
     (see :func:`reshape_aliases`).  With ``node_scratch`` a node declaring
     ``attrs["scratch_bytes"]`` (a fused chain's ring buffers) gets a buffer alive only at its
     step; code generators whose kernels report their own scratch pass ``False``.
+    State (``graph.state``): a variable's ``read`` tensor is persistent, kept in an area of
+    its own beside the planned buffers (it must survive between invocations), so it gets no
+    buffer here; its ``write`` tensor lives to the last node, like a graph output, because
+    the runtime stores it after the last node.
     """
     aliases = reshape_aliases(graph) if alias_reshape else {}
     last_step = max(len(graph.nodes) - 1, 0)
@@ -53,16 +60,17 @@ def graph_buffers(graph: Graph, alias_reshape: bool = True,
         first.setdefault(owner, step)
         last[owner] = max(last.get(owner, step), step)
 
+    persistent = set(graph.state_reads)
     for name in graph.inputs:
         touch(name, 0)
     for step, node in enumerate(graph.nodes):
         for name in node.inputs:
-            if name and not graph.tensor(name).is_const:
+            if name and not graph.tensor(name).is_const and name not in persistent:
                 touch(name, step)
         for name in node.outputs:
             touch(name, step)
-    for name in graph.outputs:
-        if not graph.tensor(name).is_const:
+    for name in graph.sinks:
+        if not graph.tensor(name).is_const and name not in persistent:
             touch(name, last_step)
 
     bufs = [Buffer(name, graph.tensor(name).nbytes, first[name], last[name]) for name in first]

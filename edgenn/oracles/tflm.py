@@ -99,16 +99,21 @@ def arena_guess(model_bytes: bytes) -> int:
     return max(10 * len(model_bytes), 2 * activations + records + 16 * 1024)
 
 
-def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
+def tflm_run(model_bytes: bytes, *xs: np.ndarray, stateful: bool = False,
+             interpreter: Any = None) -> list[np.ndarray]:
     """Run ``N`` inferences, one per row of each input: ``x[N, *declared shape]``, or
     ``x[N, *declared shape[1:]]`` for an input declared with a leading 1. Returns one array
     per model output: ``[N, *declared shape]`` when an input had the added axis, else the
     rows joined along the output's first axis (``[N, ...]`` for a leading 1).
 
-    The interpreter is created once and reset before each sample, so models with state
-    tensors (LSTM, SVDF) start every inference from their initial state.
+    Stateless (default): the interpreter is reset before each sample, so models with state
+    (variable tensors of LSTM / SVDF, resource variables) start every inference from their
+    initial state. ``stateful=True``: the rows are consecutive invocations of one
+    interpreter, as a streaming application calls ``Invoke()``; state carries from one row to
+    the next. ``interpreter`` (from ``tflm_interpreter``) continues from that interpreter's
+    state; default a fresh one.
     """
-    interp = tflm_interpreter(model_bytes)
+    interp = interpreter if interpreter is not None else tflm_interpreter(model_bytes)
     n_in, n_out = _io_counts(model_bytes)
     if len(xs) != n_in:
         raise ShapeError(f"the model takes {n_in} inputs, got {len(xs)}")
@@ -126,9 +131,10 @@ def tflm_run(model_bytes: bytes, *xs: np.ndarray) -> list[np.ndarray]:
             )
     results: list[list[np.ndarray]] = []
     for k in range(n):
-        # why: variable (state) tensors persist between invocations; each sample starts from
-        # the initial state, as edgenn's runtimes run every inference
-        interp.reset()
+        # why: variable (state) tensors persist between invocations; each stateless sample
+        # starts from the initial state, as edgenn's runtimes run every stateless row
+        if not stateful:
+            interp.reset()
         for i, x in enumerate(xs):
             want = tuple(int(d) for d in details[i]["shape"])
             interp.set_input(np.ascontiguousarray(x[k : k + 1]).reshape(want), i)

@@ -8,7 +8,7 @@ from edgenn.ir import Graph, Node, Tensor
 
 
 def rename(graph: Graph, mapping: Mapping[str, str]) -> Graph:
-    """Rename tensors everywhere (node inputs/outputs, graph outputs, external_perm)."""
+    """Rename tensors everywhere (node inputs/outputs, graph outputs, state, external_perm)."""
     if not mapping:
         return graph
 
@@ -28,13 +28,14 @@ def rename(graph: Graph, mapping: Mapping[str, str]) -> Graph:
     perm = {r(k): v for k, v in graph.external_perm.items()}
     return graph.replace(nodes=tuple(nodes), tensors=tensors,
                          inputs=tuple(r(i) for i in graph.inputs),
-                         outputs=tuple(r(o) for o in graph.outputs), external_perm=perm)
+                         outputs=tuple(r(o) for o in graph.outputs), external_perm=perm,
+                         state=tuple(v.renamed(dict(mapping)) for v in graph.state))
 
 
 def single_consumer(graph: Graph, tensor: str) -> Node | None:
     """The only node reading ``tensor`` if it is not also a graph output, else None."""
     users = graph.consumers.get(tensor, [])
-    if len(users) != 1 or tensor in graph.outputs:
+    if len(users) != 1 or tensor in graph.sinks:
         return None
     return users[0]
 
@@ -47,10 +48,11 @@ def bypass(graph: Graph, node: Node) -> Graph | None:
     """
     src, out = node.inputs[0], node.outputs[0]
     nodes = [n for n in graph.nodes if n is not node]
-    if out not in graph.outputs:
+    if out not in graph.sinks:
         rewired = [n.with_(inputs=tuple(src if i == out else i for i in n.inputs)) for n in nodes]
         return graph.with_nodes(rewired)
-    if src in graph.inputs or src in graph.outputs or graph.tensor(src).is_const:
+    if (src in graph.inputs or src in graph.sinks or src in graph.state_reads
+            or graph.tensor(src).is_const):
         return None
     g = graph.with_nodes(nodes)
     g = g.replace(tensors={k: v for k, v in g.tensors.items() if k != out})
@@ -58,8 +60,8 @@ def bypass(graph: Graph, node: Node) -> Graph | None:
 
 
 def remove_dead(graph: Graph) -> Graph:
-    """Drop nodes none of whose outputs is read or is a graph output."""
-    live = set(graph.outputs)
+    """Drop nodes none of whose outputs is read or is a graph output (or a state's new value)."""
+    live = set(graph.sinks)
     kept: list[Node] = []
     for node in reversed(graph.nodes):
         if any(o in live for o in node.outputs):

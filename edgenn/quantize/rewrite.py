@@ -16,6 +16,7 @@ import numpy as np
 
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, QuantParams, Tensor
+from edgenn.ir.state import StateVar
 from edgenn.quantize import rules, scheme
 
 # why: TFLite Micro's ARG_MAX / ARG_MIN write int32 only (int64 fails at invoke)
@@ -232,6 +233,8 @@ def build_int8_graph(
     b = _Builder(graph, params, int8_nodes, act)
     for name in graph.inputs:
         b.add_int8(name)
+    for s in graph.state:  # why float: the state stays what the file keeps (_kept_state)
+        b.add_float(s.read)
     for node in graph.nodes:
         b.emit(node)
     outputs = tuple(b.int8_of(name) for name in graph.outputs)
@@ -245,5 +248,19 @@ def build_int8_graph(
         outputs,
         external_perm={},
         metadata=metadata,
+        state=_kept_state(graph, b.tensors),
     )
     return new.with_nodes(new.nodes).validate()
+
+
+def _kept_state(graph: Graph, tensors: Mapping[str, Tensor]) -> tuple[StateVar, ...]:
+    """The state of ``graph``, which the quantized graph keeps where its nodes stay float
+    (an LSTM island); a state an int8 node would read or write is refused in one line."""
+    for s in graph.state:
+        for name in (s.read, s.write):
+            t = tensors.get(name)
+            if t is None or t.dtype != graph.tensor(name).dtype:
+                raise EdgennError(
+                    f"graph {graph.name!r}: state {s.name!r} would be quantized; quantizing "
+                    "the state kept between invocations is not supported")
+    return graph.state

@@ -32,7 +32,7 @@ from edgenn.backends.cortexm.flash_policy import (
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, PlanError, ShapeError
 from edgenn.ir import Graph
-from edgenn.ir.batch import first_sample, has_batch_axis, takes_batch
+from edgenn.ir.batch import first_sample, has_batch_axis, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.ir.sample import random_inputs
 
@@ -162,28 +162,82 @@ class CortexMExecutable:
 
     # --------------------------------------------------------------------------- running
     @takes_batch
-    def run(self, *inputs: np.ndarray,
-            skip: str | Iterable[str] | None = None) -> list[np.ndarray]:
+    def run(self, *inputs: np.ndarray, skip: str | Iterable[str] | None = None,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run inputs as the model declares them (``edgenn.ir.batch``; one inference per
         sample), with the blocks of ``skip`` skipped (a skip-capable firmware: set before the
-        first sample)."""
+        first sample).
+
+        A stateful model (``NAME_STATE_BYTES`` > 0): with ``stateful=False`` the firmware's
+        ``NAME_reset_state`` runs before every sample and the state kept in the emulated
+        arena is restored afterwards; with ``stateful=True`` the samples are consecutive
+        invocations continuing from that state (under ``--emulator qemu`` each call boots the
+        board, so a stateful call starts from the initial state)."""
         internal = self._inputs(inputs)
         if self.emulator == QEMU:
-            return self._run_qemu(internal, self.default_skip if skip is None else skip)
+            skip = self.default_skip if skip is None else skip
+            if self.graph.state and not stateful and len(self._items(internal)) > 1:
+                # why one boot per item: the board's application invokes its items as one
+                # stream from the initial state (each boot starts a new one)
+                parts = [self._run_qemu([x[i:i + 1] for x in internal], skip)
+                         for i in range(len(internal[0]))]
+                return [np.concatenate(p) for p in zip(*parts, strict=True)]
+            return self._run_qemu(internal, skip)
         self.set_skip(self.default_skip if skip is None else skip)
+        reset = bool(self.graph.state) and not stateful
+        kept = self._read_state() if reset else b""
         outs: list[list[np.ndarray]] = [[] for _ in self.graph.outputs]
         for item in self._items(internal):
+            if reset:
+                self.reset_state()
             result = self.machine.invoke(item)
             for k, data in enumerate(result.outputs):
                 outs[k].append(self._output(k, data))
+        if reset:
+            self._write_state(kept)
         return self._join(outs)
 
+    # --------------------------------------------------------------------------- state
+    def reset_state(self) -> None:
+        """Call the firmware's ``NAME_reset_state`` (a no-op for a stateless model)."""
+        if not self.graph.state:
+            return
+        status = self.machine.call(str(self.manifest["reset_state_symbol"])).value
+        if status != 0:
+            raise EdgennError(f"firmware {self.out_dir}: reset_state returned {status}")
+
+    def _state_span(self) -> tuple[int, int]:
+        slots = self.manifest.get("state", [])
+        if not slots:
+            return 0, 0
+        start = min(int(s["offset"]) for s in slots)
+        return start, max(int(s["offset"]) + int(s["bytes"]) for s in slots) - start
+
+    def _read_state(self) -> bytes:
+        start, size = self._state_span()
+        return self.machine.read(str(self.manifest["arena_symbol"]), size, start) if size else b""
+
+    def _write_state(self, data: bytes) -> None:
+        start, _ = self._state_span()
+        if data:
+            self.machine.write(str(self.manifest["arena_symbol"]), data, start)
+
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
-              skip: str | Iterable[str] | None = None) -> BenchReport[BenchResult]:
+              skip: str | Iterable[str] | None = None,
+              stateful: bool = False) -> BenchReport[BenchResult]:
         """One emulated inference of the first item of each input in the skip configuration
         ``skip``: per-layer cycles, ms at ``settings.clock_mhz``, memory (``detail`` is the
-        emulation's ``BenchResult``; its switch cost is ``detail.switch_cycles``)."""
+        emulation's ``BenchResult``; its switch cost is ``detail.switch_cycles``).
+        A stateful model starts from a reset state; with ``stateful`` the items before the
+        last run as consecutive invocations and the last one is measured."""
         clock_mhz = (settings or BenchSettings()).clock_mhz
+        if self.graph.state:
+            self.reset_state()
+            if stateful:
+                arrays = read_batch(self.graph, inputs).arrays  # [n, *declared shape] each
+                if len(arrays[0]) > 1:
+                    self.run(*(x[:-1] for x in arrays), skip=skip, stateful=True)
+                inputs = tuple(x[-1] for x in arrays)
         return cortexm_report(self, self.emulate(*inputs, skip=skip), clock_mhz)
 
     def emulate(self, *inputs: np.ndarray,
@@ -251,8 +305,9 @@ class CortexMExecutable:
 
     def sizes(self) -> dict[str, int]:
         """flash / RAM of the ELF and the arena, in bytes (the arena only, for a library)."""
+        state = int(self.manifest.get("state_bytes", 0))
         if self.elf is None:
-            return {"arena": int(self.manifest["arena_bytes"])}
+            return {"arena": int(self.manifest["arena_bytes"]), "state": state}
         if self.manifest.get("board", GENERIC_BOARD) == GENERIC_BOARD:
             s = self.machine.elf_sizes()
         else:  # a board's application: the same figures without loading the emulator
@@ -264,7 +319,7 @@ class CortexMExecutable:
                      if "_sstack" in syms and "_estack" in syms else None)
             s = image.sizes(stack)
         return {"flash": int(s["flash_bytes"]), "ram": int(s["ram_bytes"]),
-                "arena": int(self.manifest["arena_bytes"])}
+                "arena": int(self.manifest["arena_bytes"]), "state": state}
 
     # --------------------------------------------------------------------------- layouts
     def _inputs(self, inputs: tuple[np.ndarray, ...]) -> list[np.ndarray]:

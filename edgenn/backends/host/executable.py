@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.executable import refuse_state
 from edgenn.backends.host.bench_report import NOT_A_HOST_KERNEL, host_report
 from edgenn.backends.host.binding import KernelLibrary, bind, kernel_library
 from edgenn.backends.host.schedule import ThreadSchedule
@@ -31,6 +32,7 @@ from edgenn.backends.host.threadpool import Dispatch, TaskStats, address, releas
 from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
 from edgenn.backends.ref.layer import Layer
+from edgenn.backends.ref.runtime import state_values
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
 from edgenn.ir.batch import first_sample, takes_batch
@@ -160,8 +162,12 @@ class HostExecutable:
 
     # ------------------------------------------------------------------------------ running
     @takes_batch
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
-        """Run inputs as the model declares them (``edgenn.ir.batch``); the graph outputs."""
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
+        """Run inputs as the model declares them (``edgenn.ir.batch``); the graph outputs.
+        A stateful graph's samples each start from the initial state; ``stateful=True`` is
+        refused for it (the host target keeps no state)."""
+        refuse_state(self.graph, "host", stateful)
         try:
             values = self._forward(inputs, None)
         finally:
@@ -181,6 +187,7 @@ class HostExecutable:
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values = {name: self._io._to_internal(name, np.asarray(arr))
                   for name, arr in zip(g.inputs, inputs, strict=True)}
+        values.update(state_values(g, values))  # every row from the initial state
         clock = time.perf_counter
         for layer in self.steps:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
@@ -197,17 +204,21 @@ class HostExecutable:
         return values
 
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
-              cpu_repeats: int = 5) -> BenchReport[HostBenchResult]:
+              cpu_repeats: int = 5, stateful: bool = False) -> BenchReport[HostBenchResult]:
         """The measured latency of one inference, per layer (``measure`` with the repeats of
         ``settings``; ``detail`` is its ``HostBenchResult``)."""
+        refuse_state(self.graph, "host", stateful)
         settings = settings or BenchSettings()
         result = self.measure(*inputs, repeats=settings.repeats, warmup=settings.warmup,
                               cpu_repeats=cpu_repeats)
         return host_report(result, EMULATION_NOTE, self.sizes()["arena"])
 
+    def reset_state(self) -> None:
+        """Nothing to reset: the host target keeps no state between runs."""
+
     def sizes(self) -> dict[str, int]:
         """The static arena a device would allocate for this graph at batch 1, in bytes."""
-        return {"arena": int(self.memory_plan().peak_bytes)}
+        return {"arena": int(self.memory_plan().peak_bytes), "state": 0}
 
     def measure(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
                 cpu_repeats: int = 5) -> HostBenchResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,40 +15,86 @@ from edgenn.backends.ref.bench_report import ref_report
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph
-from edgenn.ir.batch import first_sample, takes_batch
+from edgenn.ir.batch import first_sample, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
-from edgenn.memory import MemoryPlan, plan_graph
+from edgenn.memory import MemoryPlan, plan_graph, state_area_bytes
 
 
 @dataclass
 class RefExecutable:
-    """A compiled graph: layers built once, ``run`` many times."""
+    """A compiled graph: layers built once, ``run`` many times.
+
+    A stateful graph (``graph.state``) keeps its state in ``self.state`` (each variable's
+    value at batch 1, by its ``read`` tensor): ``run(..., stateful=True)`` continues from it
+    and leaves the state after the last row there; ``reset_state()`` sets the initial values.
+    """
 
     graph: Graph
     layers: list[Layer]
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.reset_state()
+
+    def reset_state(self) -> None:
+        """Set every state variable to its initial value (as TFLite Micro's Reset)."""
+        self.state = {s.read: s.init.copy() for s in self.graph.state}
 
     @takes_batch
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run inputs as the model declares them (``edgenn.ir.batch``: a declared shape is one
         sample, a leading axis beyond it a batch); the outputs in the same form.
 
+        A stateful graph: with ``stateful=False`` every row starts from the initial state
+        (and ``self.state`` is left as it was); with ``stateful=True`` the rows are
+        consecutive invocations, the first continuing from ``self.state``.
         With ``keep=True`` returns nothing new but stores every intermediate in ``self.values``
-        (for debugging and for comparing against other runtimes tensor by tensor).
+        (for debugging and for comparing against other runtimes tensor by tensor; the last
+        row's when the rows run one by one).
         """
+        if self.graph.state and stateful:
+            return self._run_rows(inputs, keep)
         values = self._forward(inputs)
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in self.graph.outputs]
 
-    def _forward(self, inputs: tuple[np.ndarray, ...],
-                 timings: list[float] | None = None) -> dict[str, np.ndarray]:
-        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given."""
+    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool) -> list[np.ndarray]:
+        """One invocation per row (a slice of the graph input's leading size, 1 for most
+        models), each continuing from the state the previous one left."""
+        g = self.graph
+        if len(inputs) != len(g.inputs):
+            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
+        arrays = [np.asarray(x) for x in inputs]
+        lead = [max(1, g.external_shape(n)[0]) if g.external_shape(n) else 1 for n in g.inputs]
+        rows = len(arrays[0]) // lead[0] if arrays and arrays[0].ndim else 1
+        outs: list[list[np.ndarray]] = [[] for _ in g.outputs]
+        for k in range(rows):
+            row = tuple(x[k * d:(k + 1) * d] for x, d in zip(arrays, lead, strict=True))
+            values = self._forward(row, state=self.state)
+            self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
+                          for s in g.state}
+            if keep:
+                self.values = values
+            for o, name in zip(outs, g.outputs, strict=True):
+                o.append(self._to_external(name, values[name]))
+        return [np.concatenate(o) for o in outs]
+
+    def _forward(self, inputs: tuple[np.ndarray, ...], timings: list[float] | None = None,
+                 state: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given.
+
+        ``state``: each state variable's value (batch 1) the run starts from; default the
+        initial values, repeated over the batch.
+        """
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values: dict[str, np.ndarray] = {}
         for name, arr in zip(g.inputs, inputs, strict=True):
             values[name] = self._to_internal(name, np.asarray(arr))
+        values.update(state_values(g, values, state))
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
@@ -65,22 +111,33 @@ class RefExecutable:
         return values
 
     def sizes(self) -> dict[str, int]:
-        """The static arena a device would allocate for this graph at batch 1, in bytes."""
-        return {"arena": int(self.memory_plan().peak_bytes)}
+        """The static arena a device would allocate for this graph at batch 1, in bytes
+        (its state area included), and the ``state`` kept between invocations."""
+        state = state_area_bytes(self.graph)
+        return {"arena": int(self.memory_plan().peak_bytes) + state, "state": state}
 
-    def bench(self, *inputs: np.ndarray,
-              settings: BenchSettings | None = None) -> BenchReport[Any]:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              stateful: bool = False) -> BenchReport[Any]:
         """Per-layer wall time of the numpy reference on the first item of each input: the
         median of ``settings.repeats`` runs after ``settings.warmup`` (a functional
-        reference, not a deployment target: the figures show where numpy spends its time)."""
+        reference, not a deployment target: the figures show where numpy spends its time).
+        A stateful graph starts from the initial state; with ``stateful`` the items before
+        the last run as consecutive invocations (from a reset) and the last one is timed."""
         settings = settings or BenchSettings()
         xs = tuple(first_sample(self.graph, inputs))
+        state = None
+        if stateful and self.graph.state:
+            self.reset_state()
+            arrays = read_batch(self.graph, inputs).arrays  # [n, *declared shape] each
+            if len(arrays[0]) > 1:
+                self.run(*(x[:-1] for x in arrays), stateful=True)
+            xs, state = tuple(x[-1] for x in arrays), self.state
         for _ in range(settings.warmup):
-            self._forward(xs)
+            self._forward(xs, state=state)
         runs: list[list[float]] = []
         for _ in range(settings.repeats):
             runs.append([])
-            self._forward(xs, runs[-1])
+            self._forward(xs, runs[-1], state=state)
         return ref_report(self.graph, [layer.node for layer in self.layers], runs,
                           settings, self.sizes()["arena"])
 
@@ -124,6 +181,20 @@ class RefExecutable:
     def _to_external(self, name: str, arr: np.ndarray) -> np.ndarray:
         perm = self.graph.external_perm.get(name)
         return np.ascontiguousarray(arr.transpose(perm)) if perm else arr
+
+
+def state_values(graph: Graph, values: dict[str, np.ndarray],
+                 state: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """The value of every state ``read`` tensor at the start of a run whose inputs are in
+    ``values`` (internal layout): ``state`` (batch 1, by read tensor) or the initial values,
+    repeated over the batch where the state has a batch axis of 1."""
+    rows = len(next(iter(values.values()))) if values else 1
+    out = {}
+    for s in graph.state:
+        first = s.init if state is None else state[s.read]
+        out[s.read] = (np.repeat(first, rows, axis=0)
+                       if rows != 1 and first.ndim and first.shape[0] == 1 else np.array(first))
+    return out
 
 
 def compile_ref(graph: Graph) -> RefExecutable:

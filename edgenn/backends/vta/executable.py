@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.executable import refuse_state
 from edgenn.backends.ref import RefExecutable, compile_ref
+from edgenn.backends.ref.runtime import state_values
 from edgenn.backends.vta.bench_report import vta_report
 from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
 from edgenn.backends.vta.conv import GEMM_OPS, VtaGemmLayer, cpu_reason, offload
@@ -100,20 +102,24 @@ class VtaExecutable(RefExecutable):
     last: NetworkReport | None = None
 
     @takes_batch
-    def run(self, *inputs: np.ndarray, keep: bool = False) -> list[np.ndarray]:
+    def run(self, *inputs: np.ndarray, keep: bool = False,
+            stateful: bool = False) -> list[np.ndarray]:
         """Run inputs as the model declares them (``edgenn.ir.batch``); the outputs equal
-        ``ref``'s.
+        ``ref``'s. A stateful graph's samples each start from the initial state;
+        ``stateful=True`` is refused for it (the accelerator target keeps no state).
 
         Leaves the run's ``NetworkReport`` in ``self.last``; ``keep=True`` also stores every
         intermediate in ``self.values``, as the reference runtime does.
         """
         g = self.graph
+        refuse_state(g, "vta", stateful)
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         values = {
             name: self._to_internal(name, np.asarray(arr))
             for name, arr in zip(g.inputs, inputs, strict=True)
         }
+        values.update(state_values(g, values))  # every row from the initial state
         records = []
         for index, layer in enumerate(self.layers):
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
@@ -129,12 +135,14 @@ class VtaExecutable(RefExecutable):
         self.last = self._network_report(tuple(records), batch)
         return [self._to_external(name, values[name]) for name in g.outputs]
 
-    def bench(self, *inputs: np.ndarray,
-              settings: BenchSettings | None = None) -> BenchReport[NetworkReport]:
+    def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
+              stateful: bool = False) -> BenchReport[NetworkReport]:
         """One run of the first item of each input; ``detail`` is its ``NetworkReport``.
+        (``stateful`` is refused for a stateful graph: the accelerator keeps no state.)
 
         ``settings`` changes nothing: the accelerator's time is simulated (deterministic) and
         the host share is measured once, as DarkNet's per-layer log does."""
+        refuse_state(self.graph, "vta", stateful)
         self.run(*first_sample(self.graph, inputs))
         assert self.last is not None
         return vta_report(self.last, self.sizes()["arena"])

@@ -7,8 +7,10 @@ import tflite
 
 from edgenn.errors import EdgennError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.reader import RawModel, RawOperator, RawTensor
+from edgenn.frontends.tflite.resources import ResourceVariables
 from edgenn.ir import Activation, DType, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
+from edgenn.ir.state import StateVar
 from edgenn.ir.tflite_enums import ACTIVATIONS, DTYPES, enum_name
 
 # why: a scale outside this range overflows float32 when a value or an activation bound is
@@ -30,6 +32,11 @@ class Builder:
         self.nodes: list[Node] = []
         self._taken: set[str] = set()
         self.names = [self._unique(t.name or f"tensor_{t.index}") for t in raw.tensors]
+        self.resources = ResourceVariables()
+        # TFLite variable tensors (LSTM / SVDF state): IR name -> the value a reset gives it
+        self.variable_init: dict[str, np.ndarray] = {}
+        # state written by an operator (its new value is one of the node's outputs)
+        self.variable_write: dict[str, str] = {}
 
     # -- names -----------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
@@ -82,6 +89,23 @@ class Builder:
         if name not in self.tensors:
             self.tensors[name] = self._make_tensor(self.raw.tensors[index], name)
         return self.tensors[name]
+
+    def tensor_spec(self, index: int) -> Tensor:
+        """The IR tensor TFLite tensor ``index`` would become, without registering it."""
+        return self._make_tensor(self.raw.tensors[index], self.names[index])
+
+    def alias(self, index: int, name: str) -> None:
+        """Make TFLite tensor ``index`` stand for the existing IR tensor ``name`` (a
+        READ_VARIABLE's output is the variable's current value)."""
+        self.names[index] = name
+
+    def state(self) -> list[StateVar]:
+        """The graph's state: the resource variables, then the variable tensors."""
+        out = self.resources.state(self)
+        for name, init in self.variable_init.items():
+            if name in self.tensors:
+                out.append(StateVar(name, name, self.variable_write.get(name, name), init))
+        return out
 
     def input(self, op: RawOperator, slot: int) -> Tensor:
         return self.tensor(self.need(op, slot).index)
@@ -163,11 +187,13 @@ class Builder:
                     f"{self.file}: tensor {name!r} has a zero point outside {dtype.value}"
                 )
         if raw.is_variable:
-            # A state tensor (LSTM, SVDF) becomes a constant holding the state every inference
-            # starts from. why not the buffer: TFLite Micro never reads it; its Reset sets
-            # an int8 state to its zero point and any other state to 0 (a real 0).
+            # A state tensor (LSTM, SVDF) is state of the graph (``Builder.state``), kept from
+            # one invocation to the next. Its initial value: why not the buffer: TFLite Micro
+            # never reads it; its Reset sets an int8 state to its zero point and any other
+            # state to 0 (a real 0).
             zp = int(quant.zero_point[0]) if dtype == DType.INT8 and quant is not None else 0
-            data = np.full(raw.shape, zp, dtype.numpy)
+            self.variable_init[name] = np.full(raw.shape, zp, dtype.numpy)
+            return Tensor(name, raw.shape, dtype, quant)
         if dtype == DType.INT8 and data is None and quant is None:
             raise ModelFormatError(f"{self.file}: int8 tensor {name!r} has no quantization")
         return Tensor(name, raw.shape, dtype, quant, data)

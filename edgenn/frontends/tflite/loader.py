@@ -31,9 +31,11 @@ def _type_note(raw: RawModel, inputs: tuple[int, ...]) -> str:
 def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     """Import a TFLite model (its bytes; ``name`` is used in error messages and as graph name).
 
-    Reads the first subgraph. Supported: int8 fully quantized models as TensorFlow's converter
-    writes them (per-channel weights, int32 biases), 16x8 models, float32 models, and float32
-    models with float16 weights (folded to float32 constants: ``float16.py``).
+    Reads the first subgraph (and the initialisation subgraph a CALL_ONCE runs). Supported:
+    int8 fully quantized models as TensorFlow's converter writes them (per-channel weights,
+    int32 biases), 16x8 models, float32 models, and float32 models with float16 weights
+    (folded to float32 constants: ``float16.py``); resource variables and variable tensors
+    become the graph's ``state`` (``edgenn.ir.state``).
     """
     raw = fold_float16(read_tflite(bytes(data), name), name)
     b = Builder(raw, name)
@@ -65,7 +67,7 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     meta = {"format": "tflite", "version": str(raw.version)}
     if raw.description:
         meta["description"] = raw.description
-    graph = Graph(name, b.tensors, tuple(b.nodes), inputs, outputs, {}, meta)
+    graph = Graph(name, b.tensors, tuple(b.nodes), inputs, outputs, {}, meta, tuple(b.state()))
     try:
         return graph.validate()
     except GraphValidationError as err:

@@ -59,6 +59,17 @@ class RawOperator:
 
 
 @dataclass
+class RawSubgraph:
+    """A subgraph other than the first (e.g. the initialisation a CALL_ONCE runs)."""
+
+    name: str
+    tensors: list[RawTensor]
+    operators: list[RawOperator]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+
+@dataclass
 class RawModel:
     version: int
     description: str
@@ -67,6 +78,8 @@ class RawModel:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     buffers: list[bytes | None]  # None: no data (a non-constant tensor)
+    # every subgraph, the first (the fields above) included, in the file's order
+    subgraphs: list[RawSubgraph] = field(default_factory=list)
 
 
 def read_model(data: bytes, name: str) -> Any:
@@ -84,7 +97,8 @@ def read_model(data: bytes, name: str) -> Any:
 
 
 def read_tflite(data: bytes, name: str) -> RawModel:
-    """Parse the first subgraph of a TFLite model into ``RawModel``."""
+    """Parse a TFLite model into ``RawModel`` (the first subgraph, and every subgraph in
+    ``subgraphs``)."""
     try:
         return _Reader(data, name).read()
     except _FLATBUFFER_ERRORS as err:
@@ -109,30 +123,45 @@ class _Reader:
 
     def read(self) -> RawModel:
         model = read_model(self.data, self.name)
-        if self.count(model.SubgraphsLength(), "subgraph") < 1:
+        n_subgraphs = self.count(model.SubgraphsLength(), "subgraph")
+        if n_subgraphs < 1:
             raise self.fail("no subgraph")
-        sub = model.Subgraphs(0)
         n_buffers = self.count(model.BuffersLength(), "buffer")
         buffers = [self._buffer(model.Buffers(i), i) for i in range(n_buffers)]
-        n_tensors = self.count(sub.TensorsLength(), "tensor")
-        tensors = [self._tensor(sub.Tensors(i), i, n_buffers) for i in range(n_tensors)]
         codes = [
             self._opcode(model.OperatorCodes(i))
             for i in range(self.count(model.OperatorCodesLength(), "operator code"))
         ]
-        ops = [
-            self._operator(sub.Operators(i), i, codes, n_tensors)
-            for i in range(self.count(sub.OperatorsLength(), "operator"))
-        ]
+        subs = [self._subgraph(model.Subgraphs(k), k, codes, n_buffers)
+                for k in range(n_subgraphs)]
+        main = subs[0]
         desc = model.Description()
         return RawModel(
             version=int(model.Version()),
             description=desc.decode("utf-8") if desc else "",
-            tensors=tensors,
-            operators=ops,
-            inputs=self._indices(sub.InputsAsNumpy(), n_tensors, "subgraph input"),
-            outputs=self._indices(sub.OutputsAsNumpy(), n_tensors, "subgraph output"),
+            tensors=main.tensors,
+            operators=main.operators,
+            inputs=main.inputs,
+            outputs=main.outputs,
             buffers=buffers,
+            subgraphs=subs,
+        )
+
+    def _subgraph(self, sub: Any, k: int, codes: list[tuple[int, str]],
+                  n_buffers: int) -> RawSubgraph:
+        where = "" if k == 0 else f"subgraph {k} "
+        n_tensors = self.count(sub.TensorsLength(), f"{where}tensor")
+        tensors = [self._tensor(sub.Tensors(i), i, n_buffers) for i in range(n_tensors)]
+        ops = [
+            self._operator(sub.Operators(i), i, codes, n_tensors)
+            for i in range(self.count(sub.OperatorsLength(), f"{where}operator"))
+        ]
+        raw_name = sub.Name()
+        return RawSubgraph(
+            name=raw_name.decode("utf-8") if raw_name else f"subgraph_{k}",
+            tensors=tensors, operators=ops,
+            inputs=self._indices(sub.InputsAsNumpy(), n_tensors, f"{where}subgraph input"),
+            outputs=self._indices(sub.OutputsAsNumpy(), n_tensors, f"{where}subgraph output"),
         )
 
     def _indices(self, arr: Any, n: int, what: str, optional: bool = False) -> tuple[int, ...]:
@@ -263,7 +292,7 @@ def _option_readers() -> dict[int, tuple[Callable[[], Any], dict[str, str]]]:
 
 
 _OPTIONS = _option_readers()
-_NOT_FIELDS = ("GetRootAs", "Init", "Offset")
+_NOT_FIELDS = ("GetRootAs", "Offset")
 
 
 def _snake(name: str) -> str:
@@ -284,7 +313,8 @@ def _generic_reader(options_type: int) -> tuple[Callable[[], Any], dict[str, str
         return None
     fields: dict[str, str] = {}
     for attr in dir(cls):
-        if attr.startswith("_") or attr.startswith(_NOT_FIELDS) or attr.endswith(
+        # why "Init" exactly: CallOnceOptions' field InitSubgraphIndex starts with it
+        if attr.startswith("_") or attr == "Init" or attr.startswith(_NOT_FIELDS) or attr.endswith(
                 ("BufferHasIdentifier", "Length", "AsNumpy", "IsNone")):
             continue
         fields[_snake(attr)] = attr

@@ -16,8 +16,10 @@ SVDF     x[B,I], weights_feature[F,I], weights_time[F,M], bias[U]?,  rank, activ
 
 LSTM outputs ``y`` ([B,T,H] or [T,B,H], the first input's type) and optionally the final
 hidden and cell states ([B,H] each; ONNX's Y_h and Y_c); GRU ``y`` and optionally the final
-hidden state. The state inputs hold the state each inference starts from (TFLite's variable
-tensors become constants holding it; ONNX's initial_h / initial_c may be graph inputs).
+hidden state; SVDF ``y`` and optionally the new state (the input state shifted by one step
+with the newest features). The state inputs hold the state each inference starts from
+(TFLite's variable tensors become graph state, ``edgenn.ir.state``, whose new values are these
+extra outputs; ONNX's initial_h / initial_c may be graph inputs).
 ``activation`` is the cell gate's ("tanh" or "sigmoid"; the hidden state always goes through
 tanh, as in TFLite Micro); ``cell_clip`` / ``proj_clip`` are TFLite's (0: none) and
 ``gate_clip`` ONNX's clip of every gate's pre-activation (0: none).
@@ -175,4 +177,9 @@ def _svdf(node: Node, inputs: list[Tensor | None]) -> Inferred:
     units = filters // rank
     _expect(node, inputs[3], (units,), "bias")
     _expect(node, state, (batch, memory * filters), "state")
-    return [((batch, units), x.dtype)]
+    out: Inferred = [((batch, units), x.dtype)]
+    if len(node.outputs) == 2:
+        out.append((state.shape, state.dtype))
+    elif len(node.outputs) != 1:
+        raise fail(node, f"has 1 or 2 outputs (y, new state), got {len(node.outputs)}")
+    return out

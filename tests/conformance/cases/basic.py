@@ -106,6 +106,9 @@ CASES += [
     Case("RELU6", "int8", (X7,), (X7,)),
     Case("QUANTIZE", "float_to_int8", (f32((1, 3, 5)),), (i8((1, 3, 5), 0.03, 4),)),
     Case("QUANTIZE", "int8_requant", (X7,), (i8(X7.shape, 0.09, -20),)),
+    # int8 -> uint8, as streaming wake-word models end (TFLite Micro's Requantize)
+    Case("QUANTIZE", "int8_to_uint8", (X7,),
+         (Spec(X7.shape, DType.UINT8, QuantParams.per_tensor(0.05, 120)),)),
     Case("DEQUANTIZE", "int8_to_float", (X7,), (f32(X7.shape),)),
     Case("SOFTMAX", "int8_rank4_beta", (X7,), (i8(X7.shape, 1 / 256, -128),),
          ("SoftmaxOptions", {"beta": 0.7})),

@@ -246,8 +246,27 @@ static void step(const edgenn_lstm_params *p, const lstm_buffers *s, int32_t wid
     }
 }
 
+/* The state after a row's last step into h_final / c_final (NULL: not wanted). */
+static void store_final(const lstm_buffers *s, int32_t row, int32_t n, int32_t wide,
+                        void *h_final, int16_t *c_final)
+{
+    for (int32_t k = 0; k < n; k++) {
+        if (h_final != NULL) {
+            if (wide) {
+                ((int16_t *)h_final)[row * n + k] = s->h[k];
+            } else {
+                ((int8_t *)h_final)[row * n + k] = (int8_t)s->h[k];
+            }
+        }
+        if (c_final != NULL) {
+            c_final[row * n + k] = s->c[k];
+        }
+    }
+}
+
 void edgenn_lstm_s8(const edgenn_lstm_params *p, const int8_t *x, int8_t *y,
-                    const int8_t *h0, const int16_t *c0, void *scratch)
+                    const int8_t *h0, const int16_t *c0, int8_t *h_final, int16_t *c_final,
+                    void *scratch)
 {
     lstm_buffers s = buffers(p, scratch);
     const int32_t n = p->n_cell;
@@ -267,11 +286,13 @@ void edgenn_lstm_s8(const edgenn_lstm_params *p, const int8_t *x, int8_t *y,
                 yt[k] = (int8_t)s.h[k];
             }
         }
+        store_final(&s, b, n, 0, h_final, c_final);
     }
 }
 
 void edgenn_lstm_s16(const edgenn_lstm_params *p, const int16_t *x, int16_t *y,
-                     const int16_t *h0, const int16_t *c0, void *scratch)
+                     const int16_t *h0, const int16_t *c0, int16_t *h_final, int16_t *c_final,
+                     void *scratch)
 {
     lstm_buffers s = buffers(p, scratch);
     const int32_t n = p->n_cell;
@@ -288,5 +309,6 @@ void edgenn_lstm_s16(const edgenn_lstm_params *p, const int16_t *x, int16_t *y,
             step(p, &s, 1);
             memcpy(y + offset(p, b, t, n), s.h, (size_t)n * sizeof(int16_t));
         }
+        store_final(&s, b, n, 1, h_final, c_final);
     }
 }

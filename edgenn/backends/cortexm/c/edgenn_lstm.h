@@ -41,10 +41,14 @@ typedef struct {
     ((2 * (7 * EDGENN_LSTM_PAD4(n_cell) + EDGENN_LSTM_PAD4(n_input)) + 15) / 16 * 16)
 
 /* x: [batch, steps, n_input] (or [steps, batch, n_input] when time_major); y likewise with
- * n_cell; h0 / c0: the initial hidden and cell state, [batch, n_cell]. */
+ * n_cell; h0 / c0: the initial hidden and cell state, [batch, n_cell]; h_final / c_final
+ * (NULL: not wanted): the state after the last step, [batch, n_cell] (a stateful model keeps
+ * it for the next invocation). */
 void edgenn_lstm_s8(const edgenn_lstm_params *p, const int8_t *x, int8_t *y,
-                    const int8_t *h0, const int16_t *c0, void *scratch);
+                    const int8_t *h0, const int16_t *c0, int8_t *h_final, int16_t *c_final,
+                    void *scratch);
 void edgenn_lstm_s16(const edgenn_lstm_params *p, const int16_t *x, int16_t *y,
-                     const int16_t *h0, const int16_t *c0, void *scratch);
+                     const int16_t *h0, const int16_t *c0, int16_t *h_final, int16_t *c_final,
+                     void *scratch);
 
 #endif

@@ -3,6 +3,7 @@
 #include "edgenn_svdf.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "edgenn_fixed_point.h"
 
@@ -22,7 +23,7 @@ static inline void state_set(void *state, int32_t i, int32_t v, int32_t is16)
 }
 
 void edgenn_svdf_s8(const edgenn_svdf_params *p, const int8_t *x, int8_t *y,
-                    const void *state0, void *scratch)
+                    const void *state0, void *state_out, void *scratch)
 {
     const int32_t is16 = p->state_int16;
     const int32_t lo = is16 ? -32768 : -128;
@@ -68,10 +69,13 @@ void edgenn_svdf_s8(const edgenn_svdf_params *p, const int8_t *x, int8_t *y,
             y[b * units + u] = (int8_t)edgenn_clamp(v, -128, 127);
         }
     }
+    if (state_out != NULL) {
+        memcpy(state_out, state, (size_t)total * (is16 ? 2u : 1u));
+    }
 }
 
 void edgenn_svdf_f32(const edgenn_svdf_f32_params *p, const float *x, float *y,
-                     const float *state0, void *scratch)
+                     const float *state0, float *state_out, void *scratch)
 {
     const int32_t per_batch = p->filters * p->memory;
     const int32_t total = p->batch * per_batch;
@@ -107,5 +111,8 @@ void edgenn_svdf_f32(const edgenn_svdf_f32_params *p, const float *x, float *y,
             }
             y[b * units + u] = v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
         }
+    }
+    if (state_out != NULL) {
+        memcpy(state_out, state, (size_t)total * sizeof(float));
     }
 }

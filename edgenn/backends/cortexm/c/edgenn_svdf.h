@@ -22,9 +22,10 @@ typedef struct {
 #define EDGENN_SVDF_SCRATCH_BYTES(batch, filters, memory, state_bytes) \
     ((((batch) * (filters) * (memory) * (state_bytes) + 3) / 4 + (filters)) * 4)
 
-/* state0: the state the inference starts from ([batch, filters * memory]). */
+/* state0: the state the inference starts from ([batch, filters * memory]); state_out (NULL:
+ * not wanted): the new state, kept by a stateful model for the next invocation. */
 void edgenn_svdf_s8(const edgenn_svdf_params *p, const int8_t *x, int8_t *y,
-                    const void *state0, void *scratch);
+                    const void *state0, void *state_out, void *scratch);
 
 /* float32 (EvalFloatSvdfReference): bias may be NULL; the output is clamped to [lo, hi]
  * (the fused activation). Scratch: the running state, float per state value and filter. */
@@ -37,6 +38,6 @@ typedef struct {
 } edgenn_svdf_f32_params;
 
 void edgenn_svdf_f32(const edgenn_svdf_f32_params *p, const float *x, float *y,
-                     const float *state0, void *scratch);
+                     const float *state0, float *state_out, void *scratch);
 
 #endif

@@ -18,6 +18,14 @@ void edgenn_requant_s8(const int8_t *in, int8_t *out, int32_t n, int32_t in_zp,
     }
 }
 
+void edgenn_requant_s8_u8(const int8_t *in, uint8_t *out, int32_t n, int32_t in_zp,
+                          int32_t mult, int32_t shift, int32_t out_zp)
+{
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = (uint8_t)edgenn_requant((int32_t)in[i] - in_zp, mult, shift, out_zp, 0, 255);
+    }
+}
+
 void edgenn_lut_s8(const int8_t *in, int8_t *out, int32_t n, const int8_t *table)
 {
     for (int32_t i = 0; i < n; i++) {

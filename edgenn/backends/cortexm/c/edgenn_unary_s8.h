@@ -8,6 +8,9 @@
 void edgenn_clamp_s8(const int8_t *in, int8_t *out, int32_t n, int32_t lo, int32_t hi);
 void edgenn_requant_s8(const int8_t *in, int8_t *out, int32_t n, int32_t in_zp,
                        int32_t mult, int32_t shift, int32_t out_zp, int32_t lo, int32_t hi);
+/* int8 -> uint8 (TFLite Micro's Requantize to a uint8 output), clamped to [0, 255] */
+void edgenn_requant_s8_u8(const int8_t *in, uint8_t *out, int32_t n, int32_t in_zp,
+                          int32_t mult, int32_t shift, int32_t out_zp);
 /* table: 256 outputs for inputs -128..127 */
 void edgenn_lut_s8(const int8_t *in, int8_t *out, int32_t n, const int8_t *table);
 /* TFLite AffineQuantize: round(x / scale) half away from zero (float32 division) + zp */

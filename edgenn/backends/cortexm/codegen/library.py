@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from edgenn.backends.c_literals import c_literal
 from edgenn.backends.cortexm.codegen.names import c_comment, check_identifier
+from edgenn.backends.cortexm.codegen.state import StateSlot, reset_function, store_statements
 
 ARENA_ALIGNMENT = 16  # why: kernels read 16-aligned scratch with word and double-word loads
 C_STANDARD_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror")
@@ -28,7 +29,8 @@ STATUS_CODES = (
                                    "ARENA_ALIGNMENT bytes"),
     ("ERROR_NO_STATIC_ARENA", -5, "init called on a library built for an external arena"),
 )
-_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float"}
+_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float",
+            "uint8": "uint8_t"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class LibrarySpec:
     outputs: tuple[Io, ...]
     n_layers: int
     skip_capable: bool
+    state: tuple[StateSlot, ...] = ()  # kept between invocations (codegen/state.py)
+    state_bytes: int = 0  # the state area at the end of the arena
 
     def __post_init__(self) -> None:
         check_identifier(self.name)
@@ -83,7 +87,7 @@ class LibrarySpec:
     def api_symbols(self) -> tuple[str, ...]:
         n = self.name
         names = [f"{n}_init", f"{n}_init_with_arena", f"{n}_invoke", f"{n}_input",
-                 f"{n}_output"]
+                 f"{n}_output", f"{n}_reset_state"]
         if self.skip_capable:
             names += [f"{n}_set_skip_mask", f"{n}_get_skip_mask"]
         return tuple(names)
@@ -127,7 +131,10 @@ def header(spec: LibrarySpec) -> str:
         " * as real = SCALE * (q - ZERO_POINT). Functions return the status codes below.",
         f" * Per-layer timing: compile {n}.c with -D{HOOK_MACRO}=f, where f is your",
         f" * void f(uint32_t layer_index); {n}_invoke then calls f before each layer and once",
-        " * after the last. Not reentrant: one invoke of a model at a time. */",
+        " * after the last. Not reentrant: one invoke of a model at a time.",
+        f" * State: a streaming model keeps {m}_STATE_BYTES bytes (at the end of the arena)",
+        f" * from one {n}_invoke to the next; init sets its initial values and",
+        f" * {n}_reset_state() sets them again (a new stream). */",
         f"#ifndef {m}_H",
         f"#define {m}_H",
         "",
@@ -144,6 +151,8 @@ def header(spec: LibrarySpec) -> str:
         f"#define {m}_ARENA_ALIGNMENT {ARENA_ALIGNMENT}",
         f"#define {m}_STATIC_ARENA {int(spec.static_arena)}",
         f"#define {m}_LAYER_COUNT {spec.n_layers}",
+        "/* bytes of state kept between invocations (0: a stateless model) */",
+        f"#define {m}_STATE_BYTES {spec.state_bytes}",
         "",
         *_io_macros(m, "INPUT", spec.inputs),
         "",
@@ -156,6 +165,9 @@ def header(spec: LibrarySpec) -> str:
         f"int {n}_init_with_arena(uint8_t *arena, size_t bytes);",
         f"/* One inference; {m}_ERROR_NOT_INITIALISED before a successful init. */",
         f"int {n}_invoke(void);",
+        "/* The state's initial values (as after init): the next invoke starts a new",
+        f" * stream; {m}_ERROR_NOT_INITIALISED before a successful init. */",
+        f"int {n}_reset_state(void);",
         "/* Input / output buffer i inside the arena; NULL before init or i out of range. */",
         f"void *{n}_input(int index);",
         f"void *{n}_output(int index);",
@@ -176,11 +188,13 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
     layers' constants and ``NAME_invoke`` follow."""
     n, m = spec.name, spec.macro
     includes = "".join(f'#include "{h}"\n' for h in kernel_headers)
+    # why only with state: a stateless init stays what it was (nothing to set)
+    ok = f"{n}_reset_state()" if spec.state else f"{m}_OK"
     if spec.static_arena:
         arena = (f"uint8_t {n}_arena[{m}_ARENA_BYTES] "
                  f"__attribute__((aligned({ARENA_ALIGNMENT})));\n"
                  f"static int {n}_ready;\n\n"
-                 f"int {n}_init(void)\n{{\n    {n}_ready = 1;\n    return {m}_OK;\n}}\n\n"
+                 f"int {n}_init(void)\n{{\n    {n}_ready = 1;\n    return {ok};\n}}\n\n"
                  f"int {n}_init_with_arena(uint8_t *arena, size_t bytes)\n{{\n"
                  f"    /* why: this build computes in its static arena */\n"
                  f"    (void)arena;\n    (void)bytes;\n    return {m}_ERROR_NO_STATIC_ARENA;\n}}\n")
@@ -193,8 +207,10 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
                  f"        return {m}_ERROR_ARENA_TOO_SMALL;\n    }}\n"
                  f"    if (((uintptr_t)arena % {m}_ARENA_ALIGNMENT) != 0u) {{\n"
                  f"        return {m}_ERROR_ARENA_MISALIGNED;\n    }}\n"
-                 f"    {n}_arena_base = arena;\n    return {m}_OK;\n}}\n")
+                 f"    {n}_arena_base = arena;\n    return {ok};\n}}\n")
     ready = spec.ready_expr
+    arena += "\n" + reset_function(n, spec.arena_expr, ready, f"{m}_OK",
+                                   f"{m}_ERROR_NOT_INITIALISED", spec.state)
     offsets = []
     for kind, ios in (("input", spec.inputs), ("output", spec.outputs)):
         values = ", ".join(f"{io.offset}u" for io in ios) or "0u"
@@ -218,7 +234,7 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
     return (
         f"/* Generated by edgenn for {spec.core}: model {c_comment(spec.model)}, "
         f"{spec.n_layers} layers, arena {spec.arena_bytes} bytes. */\n"
-        "#include <stddef.h>\n#include <stdint.h>\n\n"
+        "#include <stddef.h>\n#include <stdint.h>\n#include <string.h>\n\n"
         f'#include "{n}.h"\n{includes}\n'
         f"#if defined({HOOK_MACRO})\n"
         f"void {HOOK_MACRO}(uint32_t layer_index);\n"
@@ -235,7 +251,8 @@ def invoke_function(spec: LibrarySpec, body: Sequence[str]) -> str:
     return (f"int {spec.name}_invoke(void)\n{{\n"
             f"    if (!({spec.ready_expr})) {{\n"
             f"        return {spec.macro}_ERROR_NOT_INITIALISED;\n    }}\n"
-            + "\n".join(body) + f"\n    return {spec.macro}_OK;\n}}\n")
+            + "\n".join([*body, *store_statements(spec.arena_expr, spec.state)])
+            + f"\n    return {spec.macro}_OK;\n}}\n")
 
 
 def cmake_lists(spec: LibrarySpec, sources: Sequence[str], opt: str) -> str:

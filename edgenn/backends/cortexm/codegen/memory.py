@@ -17,6 +17,7 @@ from edgenn.memory import (
     get_planner,
     graph_buffers,
     reshape_aliases,
+    state_offsets,
 )
 
 
@@ -101,5 +102,8 @@ def firmware_arena_bytes(graph: Graph, core: Core,
     calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
              for i, n in enumerate(graph.nodes)]
     # why in_place too: this must be the arena generate() plans, in-place layers included
-    return max(16, plan_arena(graph, [c.scratch_bytes for c in calls],
-                              in_place=[i for i, c in enumerate(calls) if c.in_place]).peak_bytes)
+    peak = plan_arena(graph, [c.scratch_bytes for c in calls],
+                      in_place=[i for i, c in enumerate(calls) if c.in_place]).peak_bytes
+    if graph.state:  # the state area follows the planned buffers (project._with_state_area)
+        peak = state_offsets(graph, peak)[1]
+    return max(16, peak)

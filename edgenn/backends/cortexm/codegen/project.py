@@ -24,12 +24,13 @@ from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name
 from edgenn.backends.cortexm.codegen.names import check_identifier
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
+from edgenn.backends.cortexm.codegen.state import state_slots
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError, PlanError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor
-from edgenn.memory import MemoryPlan
+from edgenn.memory import MemoryPlan, state_offsets
 from edgenn.utils import atomic_write_bytes
 
 C_DIR = Path(__file__).resolve().parent.parent / "c"
@@ -38,7 +39,7 @@ DEFAULT_NAME = "model"
 GENERIC_BOARD = "generic"
 ARENA_KINDS = ("static", "external")
 _PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
-             DType.FLOAT32: "float"}
+             DType.FLOAT32: "float", DType.UINT8: "uint8_t"}
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
@@ -75,7 +76,8 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...
         t = graph.tensor(name)
         if t.dtype not in _PTR_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
-                                           "Cortex-M firmware takes int8, int16, int32 or float32")
+                                           "Cortex-M firmware takes int8, uint8, int16, int32 or "
+                                           "float32")
         q = t.quant
         scale = float(q.scale[0]) if q is not None and q.axis is None else 0.0
         zp = int(q.zero_point[0]) if q is not None and q.axis is None else 0
@@ -172,6 +174,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
             calls.append(select_kernel(n, graph, core, i in widened_layers)
                          .prepare(n, graph, core))
     skip = None
+    if blocks and graph.state:
+        raise UnsupportedOperatorError(f"graph {graph.name!r}: skippable blocks in a model "
+                                       "that keeps state between invocations are not supported")
     if blocks:
         skip = plan_skip_layout(graph, core, blocks, [c.scratch_bytes for c in calls],
                                 skip_configs, copy_aliases=skip_copy)
@@ -179,6 +184,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     else:
         plan = plan_arena(graph, [c.scratch_bytes for c in calls],
                           in_place=[i for i, c in enumerate(calls) if c.in_place])
+    plan, state_bytes = _with_state_area(graph, plan)
     arena_bytes = max(16, plan.peak_bytes)
     if arena_bytes + stack_bytes > ram_kb * 1024:
         raise PlanError(f"graph {graph.name!r}: arena of {arena_bytes:,} bytes plus "
@@ -189,7 +195,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     model_name = re.split(r"[\\/]", graph.name)[-1] or graph.name
     spec = LibrarySpec(name, model_name, core.name, arena_bytes, arena == "static",
                        _io(graph, graph.inputs, plan), _io(graph, graph.outputs, plan),
-                       len(graph.nodes), skip is not None)
+                       len(graph.nodes), skip is not None, state_slots(graph, plan), state_bytes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     extra = [b.replacement for b in skip.blocks if b.replacement] if skip else []
@@ -243,6 +249,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "inputs": _io_manifest(spec.inputs), "outputs": _io_manifest(spec.outputs),
         "layers": layers, "widened_layers": sorted(widened_layers),
         "compact_layers": sorted(compact_layers),
+        "state_bytes": state_bytes, "reset_state_symbol": f"{name}_reset_state",
+        "state": [{"name": slot.name, "offset": slot.offset, "bytes": slot.nbytes}
+                  for slot in spec.state],
     }
     if skip is not None:
         manifest.update(_skip_manifest(skip, name))
@@ -251,6 +260,17 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         atomic_write_bytes(out / fname, text.encode())
     return Project(out, core, name, lib_sources, app_sources, hooked, cflags, ldflags, manifest,
                    plan, calls, skip)
+
+
+def _with_state_area(graph: Graph, plan: MemoryPlan) -> tuple[MemoryPlan, int]:
+    """The plan with the state area after its buffers (``edgenn.memory.state``), and the
+    area's bytes."""
+    if not graph.state:
+        return plan, 0
+    offsets, end = state_offsets(graph, plan.peak_bytes, plan.alignment)
+    start = min(offsets.values())
+    return (MemoryPlan({**plan.offsets, **offsets}, end, plan.alignment, plan.buffers,
+                       plan.aliases, plan.planner), end - start)
 
 
 def config_key(config: Iterable[str]) -> str:

@@ -2,10 +2,12 @@
 (int8, bit-exact; float32).
 
 Every kernel takes its constants from the reference layer's build (``ref_layer``), so the
-integer C is bit-exact with the reference runtime by construction. The state inputs (constants
-holding the initial state, or arena tensors) are copied into the layer's scratch buffer, which
-holds the running state: every inference starts from the initial state, as TFLite Micro's
-Reset makes it. The integer LSTM's weight rows are re-packed for SMLAD (``simd_rows``).
+integer C is bit-exact with the reference runtime by construction. The state inputs (constants,
+or arena tensors: a stateful model's state area) are copied into the layer's scratch buffer,
+which holds the running state; the optional final-state outputs (LSTM's hidden and cell state,
+SVDF's new state) receive it at the end, and a stateful model keeps them for the next
+invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD
+(``simd_rows``).
 """
 
 from __future__ import annotations
@@ -68,8 +70,8 @@ def _matcher(types: tuple[DType, ...], build: Callable[[Node, Graph], object]
 def _lstm_layer(node: Node, graph: Graph) -> Lstm:
     layer = _ref_layer(node, graph)
     assert isinstance(layer, Lstm)
-    if not layer.integer or len(node.outputs) != 1:
-        raise UnsupportedOperatorError(f"{node}: the Cortex-M LSTM is integer, one output")
+    if not layer.integer:
+        raise UnsupportedOperatorError(f"{node}: the Cortex-M LSTM is integer")
     if layer.params.wide:
         for gate in layer.params.gates:
             for bias in (gate.bias_w, gate.bias_r):
@@ -106,8 +108,9 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
     code = ("static const edgenn_lstm_params @P@_params = {\n    {" + ",\n     ".join(gate_inits)
             + "},\n    " + scalars + "};")
     fn = "edgenn_lstm_s16" if p.wide else "edgenn_lstm_s8"
+    finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
     return KernelCall(
-        call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {{scratch}});",
+        call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
         sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
         scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
@@ -161,6 +164,11 @@ register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32",
 
 
 # -- SVDF ----------------------------------------------------------------------------------------
+def _state_out(node: Node) -> str:
+    """The new-state output's placeholder, NULL when the node has none."""
+    return "{out1}" if len(node.outputs) == 2 else "NULL"
+
+
 def _svdf_layer(node: Node, graph: Graph) -> Svdf:
     layer = _ref_layer(node, graph)
     assert isinstance(layer, Svdf)
@@ -186,7 +194,8 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
     state_bytes = batch * layer.filters * layer.memory * state_t.dtype.itemsize
     scratch = _aligned16((state_bytes + 3) // 4 * 4 + 4 * layer.filters)
     return KernelCall(
-        call=f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, {{scratch}});",
+        call=(f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
+              f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         kernel_name="edgenn_svdf_s8",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
@@ -209,7 +218,8 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
             + f", {c_float(layer.lo)}, {c_float(layer.hi)}}};")
     scratch = _aligned16(4 * (batch * layer.filters * layer.memory + layer.filters))
     return KernelCall(
-        call=f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, {{scratch}});",
+        call=(f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
+              f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         kernel_name="edgenn_svdf_f32",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")

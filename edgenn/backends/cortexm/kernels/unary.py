@@ -81,5 +81,20 @@ for _op in ("Sigmoid", "Tanh"):
     register_kernel(PortableKernel(_op, "edgenn_lut_s8", is_int8, _lut))
 register_kernel(PortableKernel("Quantize", "edgenn_quantize", _quantize_match, _quantize,
                                (DType.FLOAT32, DType.INT8)))
+def _requant_u8_match(node: Node, graph: Graph) -> bool:
+    return (graph.tensor(node.inputs[0]).dtype is DType.INT8
+            and graph.tensor(node.outputs[0]).dtype is DType.UINT8)
+
+
+def _requant_u8(node: Node, graph: Graph) -> KernelCall:
+    r = ref_layer(node, graph).requant
+    assert r is not None  # int8 -> uint8 always changes the type
+    call = (f"edgenn_requant_s8_u8({{in0}}, {{out0}}, "
+            f"{args(_n(node, graph), r.zp_in, r.multiplier, r.shift, r.zp_out)});")
+    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8_u8")
+
+
+register_kernel(PortableKernel("Quantize", "edgenn_requant_s8_u8", _requant_u8_match,
+                               _requant_u8, (DType.INT8,)))
 register_kernel(PortableKernel("Dequantize", "edgenn_dequantize_s8_f32", _dequantize_match,
                                _dequantize))

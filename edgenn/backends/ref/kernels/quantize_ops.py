@@ -3,9 +3,9 @@ Dequantize (int8 / int16 -> float32), as TFLite Micro's QUANTIZE and DEQUANTIZE.
 
 * float -> int is ``AffineQuantize``: ``round(x / scale) + zp`` with the division in float32
   and ``round`` half away from zero, clamped to the output type;
-* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16, and with int32:
-  int32 -> int8, int32 -> int16, int8 -> int32, int16 -> int32, the pairs TFLite Micro's
-  prepare accepts) is ``Requantize``:
+* int -> int (int8 -> int8, int8 -> int16, int16 -> int8, int16 -> int16, int8 -> uint8,
+  and with int32: int32 -> int8, int32 -> int16, int8 -> int32, int16 -> int32; the pairs
+  TFLite Micro's prepare accepts) is ``Requantize``:
   ``MultiplyByQuantizedMultiplier(x - zp_in)`` with the multiplier of ``in_scale /
   out_scale`` (double), ``+ zp_out``, clamped to the output type;
 * Dequantize is ``float(double(scale) * (x - zp))``.
@@ -41,7 +41,7 @@ def affine_quantize(x: np.ndarray, scale: float, zero_point: int,
 _REQUANTIZED = {(DType.INT8, DType.INT8), (DType.INT8, DType.INT16), (DType.INT8, DType.INT32),
                 (DType.INT16, DType.INT8), (DType.INT16, DType.INT16),
                 (DType.INT16, DType.INT32), (DType.INT32, DType.INT8),
-                (DType.INT32, DType.INT16)}
+                (DType.INT32, DType.INT16), (DType.INT8, DType.UINT8)}
 
 
 @register("Quantize", DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32)

@@ -13,7 +13,8 @@ checks against; later TFLM versions add it before the clamp); the time product s
 state zero point, and the int32 sum plus bias requantizes to int8 with ``effective_scale_2 =
 state_scale * wt_scale / out_scale`` (both products in float32, as TFLM). TFLM applies no
 activation on this path (only the int8 clamp): neither does edgenn. The state starts from the
-state input (a real 0 for a TFLite variable tensor) at every inference.
+state input (graph state for a TFLite variable tensor); the optional second output is the new
+state, which the runtime keeps for the next invocation.
 """
 
 from __future__ import annotations
@@ -118,19 +119,26 @@ class Svdf(Layer):
         state = ops[4].reshape(-1, self.filters, self.memory)
         state = state[np.arange(len(x)) % len(state)]  # sample k starts from state row k % B
         if self.integer:
-            return [self._run_int(x.astype(np.int64), state.astype(np.int64))]
-        return [self._run_f32(x.astype(np.float32), state.astype(np.float32))]
+            y, new = self._run_int(x.astype(np.int64), state.astype(np.int64))
+        else:
+            y, new = self._run_f32(x.astype(np.float32), state.astype(np.float32))
+        if len(self.outputs) == 1:
+            return [y]
+        t = self.outputs[1]
+        return [y, new.reshape((len(new), *t.shape[1:])).astype(t.dtype.numpy)]
 
     def _reduce(self, per_filter: np.ndarray) -> np.ndarray:
         """Sum the ``rank`` consecutive filters of each unit: [N, F] -> [N, U]."""
         return per_filter.reshape(len(per_filter), self.units, self.rank).sum(axis=2)
 
-    def _run_f32(self, x: np.ndarray, state: np.ndarray) -> np.ndarray:
+    def _run_f32(self, x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(output, new state)"""
         state = np.concatenate([state[:, :, 1:], (x @ self.wf_t)[:, :, None]], axis=2)
         y = self._reduce(np.einsum("nfm,fm->nf", state, self.wt)) + self.bias_f
-        return np.clip(y, self.lo, self.hi).astype(np.float32)
+        return np.clip(y, self.lo, self.hi).astype(np.float32), state
 
-    def _run_int(self, x: IntArray, state: IntArray) -> np.ndarray:
+    def _run_int(self, x: IntArray, state: IntArray) -> tuple[np.ndarray, np.ndarray]:
+        """(output, new state)"""
         p = self.params
         feature = wrap_int32((x - p.input_zp) @ p.weights_feature.T)
         feature = multiply_by_quantized_multiplier(feature, *p.scale_1)
@@ -141,7 +149,7 @@ class Svdf(Layer):
         per_filter = wrap_int32(np.einsum("nfm,fm->nf", state - p.state_zp, p.weights_time))
         acc = wrap_int32(self._reduce(per_filter) + p.bias)
         y = multiply_by_quantized_multiplier(acc, *p.scale_2) + p.output_zp
-        return np.clip(y, -128, 127).astype(np.int8)
+        return np.clip(y, -128, 127).astype(np.int8), state
 
 
 def _wrap(v: IntArray, lo: int) -> IntArray:

@@ -157,7 +157,9 @@ def unary(b: Builder, op: RawOperator) -> None:
     attrs: dict[str, object] = {}
     if op.opcode == OP.QUANTIZE:
         dtype = b.tensors[out].dtype
-        if dtype not in (DType.INT8, DType.INT16, DType.INT32):
+        # uint8: TFLite Micro requantizes int8 to a uint8 output
+        if dtype not in (DType.INT8, DType.INT16, DType.INT32, DType.UINT8) or (
+                dtype is DType.UINT8 and x.dtype is not DType.INT8):
             raise b.unsupported(op, f"QUANTIZE to {dtype.value} is unsupported")
         if dtype != DType.INT8:  # why: the IR's Quantize gives int8 unless told otherwise
             attrs["dtype"] = dtype.value

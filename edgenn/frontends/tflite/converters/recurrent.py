@@ -1,7 +1,8 @@
 """Converters of TFLite's recurrent operators: UNIDIRECTIONAL_SEQUENCE_LSTM and SVDF.
 
-Their state operands are TFLite variable tensors; the builder turns each into a constant
-holding the state an inference starts from (see ``Builder._make_tensor``).
+Their state operands are TFLite variable tensors, which TFLite Micro updates in place and
+keeps from one invocation to the next: each becomes graph state (``Builder.state``) whose new
+value is an extra output of the node (LSTM's final hidden and cell state, SVDF's new state).
 """
 
 from __future__ import annotations
@@ -47,7 +48,19 @@ def unidirectional_sequence_lstm(b: Builder, op: RawOperator) -> None:
                                 f"{weights.dtype.value} weights) is unsupported")
     inputs = [x.name] + [optional_input_name(b, op, slot) if slot < len(op.inputs) else ""
                          for slot in range(1, len(LSTM_OPERANDS))]
-    b.emit(Node(b.op_name(op), "LSTM", tuple(inputs), (output_name(b, op),),
+    outputs = [output_name(b, op)]
+    hidden = b.input(op, LSTM_INDEX["output_state"])
+    cell = b.input(op, LSTM_INDEX["cell_state"])
+    if hidden.name in b.variable_init or cell.name in b.variable_init:
+        y = b.tensors[outputs[0]]
+        batch = y.shape[1] if bool(op.options["time_major"]) else y.shape[0]
+        n_out, n_cell = y.shape[2], weights.shape[0]
+        for state, units in ((hidden, n_out), (cell, n_cell)):
+            new = b.add_intermediate(f"{b.op_name(op)}:{state.name}", state, (batch, units))
+            outputs.append(new)
+            if state.name in b.variable_init:
+                b.variable_write[state.name] = new
+    b.emit(Node(b.op_name(op), "LSTM", tuple(inputs), tuple(outputs),
                 {"time_major": bool(op.options["time_major"]), "activation": "tanh",
                  "cell_clip": cell_clip, "proj_clip": proj_clip}))
 
@@ -59,7 +72,12 @@ def svdf(b: Builder, op: RawOperator) -> None:
     if rank < 1:
         raise b.fail(op, f"SVDF rank is {rank}")
     x = b.input(op, 0)
+    state = b.input(op, 4)
     operands = (x.name, b.input(op, 1).name, b.input(op, 2).name, optional_input_name(b, op, 3),
-                b.input(op, 4).name)
-    b.emit(Node(b.op_name(op), "SVDF", operands, (output_name(b, op),),
+                state.name)
+    outputs = [output_name(b, op)]
+    if state.name in b.variable_init:
+        outputs.append(b.add_intermediate(f"{b.op_name(op)}:{state.name}", state, state.shape))
+        b.variable_write[state.name] = outputs[-1]
+    b.emit(Node(b.op_name(op), "SVDF", operands, tuple(outputs),
                 {"rank": rank, "activation": b.activation(op)}))
