@@ -351,6 +351,8 @@ def stage_command(stage: str, path: Path, stateful: bool, flags: dict[str, set[s
 
 def summarize(stage: str, proc: subprocess.CompletedProcess[str], workdir: Path) -> dict[str, Any]:
     """A stage's record from its process: ok, or the first error line."""
+    if stage == "validate" and (workdir / "validate.json").is_file():
+        return _validate_record(proc, _read_json(workdir / "validate.json"))
     if proc.returncode != 0:
         return {"ok": False, "error": first_error_line(proc.stderr, proc.stdout),
                 "exit": proc.returncode}
@@ -361,11 +363,26 @@ def summarize(stage: str, proc: subprocess.CompletedProcess[str], workdir: Path)
         doc = json.loads(proc.stdout or "{}")
         return {"ok": True, "layers": len(doc.get("layers", doc.get("nodes", [])) or [])}
     if stage == "validate":
-        doc = _read_json(workdir / "validate.json")
-        return {"ok": True, "verdict": doc.get("verdict", doc.get("status", "PASS")),
-                "report": _small(doc)}
+        return {"ok": False, "error": "validate wrote no report"}
     doc = _read_json(workdir / "bench.json")
     return {"ok": True, **_bench_figures(doc)}
+
+
+def _validate_record(proc: subprocess.CompletedProcess[str],
+                     doc: dict[str, Any]) -> dict[str, Any]:
+    """PASS only when every comparison asked for ran and passed: an oracle that could not run
+    (``not_compared``) is a failure of the stage, with its reason as the error line."""
+    skipped = dict(doc.get("not_compared") or {})
+    ran = bool(doc.get("comparisons"))
+    passed = bool(doc.get("passed")) and ran and not skipped and proc.returncode == 0
+    record: dict[str, Any] = {"ok": passed, "verdict": "PASS" if passed else "FAIL",
+                              "not_compared": skipped, "report": _small(doc)}
+    if not passed:
+        lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("FAIL")]
+        reasons = [f"{k} not compared: {v}" for k, v in skipped.items()]
+        record["error"] = (lines[0] if lines else "; ".join(reasons) or
+                           first_error_line(proc.stderr, proc.stdout))[:ERROR_CHARS]
+    return record
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -499,15 +516,23 @@ def cell(stage: str, r: dict[str, Any] | None) -> str:
             return f"{'ok' if r['ok'] else 'differs'} rel {r['max_rel_error']:.1e}"
         return f"{'exact' if r['ok'] else 'differs'} {r['mismatches']}/{r['values']}"
     if stage == "bench":
-        return f"{r['cycles']:,} cyc" if "cycles" in r else "ok"
+        arena = f", {r['arena_bytes'] / 1024:,.1f} KiB arena" if "arena_bytes" in r else ""
+        return f"{r['cycles']:,} cyc{arena}" if "cycles" in r else "ok"
     if stage == "validate":
         return str(r.get("verdict", "ok"))
     return f"ok {r['seconds']:.0f}s"
 
 
 def failures(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(m["model"], stage, r["error"]) for m in doc["models"]
-            for stage, r in m["stages"].items() if "error" in r]
+    """(model, stages, first error line), the stages of a model that fail alike on one line."""
+    out = []
+    for m in doc["models"]:
+        by_error: dict[str, list[str]] = {}
+        for stage, r in m["stages"].items():
+            if "error" in r:
+                by_error.setdefault(r["error"], []).append(stage)
+        out += [(m["model"], ", ".join(stages), error) for error, stages in by_error.items()]
+    return out
 
 
 def print_table(doc: dict[str, Any]) -> None:

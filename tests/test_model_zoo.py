@@ -78,3 +78,21 @@ def test_sources_list_every_zoo_file_with_its_hash() -> None:
     spec.loader.exec_module(mod)
     assert (ROOT / "zoo" / "SOURCES.md").read_text() == mod.render(), \
         "zoo/SOURCES.md is stale: run zoo/make/sources.py"
+
+
+def test_validate_passes_only_when_every_asked_comparison_ran() -> None:
+    """A PASS whose TFLite Micro comparison did not run is recorded as a failure, with the
+    reason as its error line."""
+    import subprocess
+
+    zoo = _zoo()
+    ok = subprocess.CompletedProcess([], 0, "PASS: cortex-m4 meets the contract\n", "")
+    ran = {"passed": True, "comparisons": [{"output": "y"}], "not_compared": {}}
+    assert zoo._validate_record(ok, ran)["ok"]
+    skipped = {**ran, "not_compared": {"tflm": "TFLite Micro cannot load the model"}}
+    record = zoo._validate_record(ok, skipped)
+    assert not record["ok"] and record["error"] == \
+        "tflm not compared: TFLite Micro cannot load the model"
+    failed = subprocess.CompletedProcess([], 1, "FAIL: cortex-m4 disagrees: y vs tflm\n", "")
+    assert zoo._validate_record(failed, {**ran, "passed": False})["error"] == \
+        "FAIL: cortex-m4 disagrees: y vs tflm"
