@@ -372,13 +372,19 @@ def _validate_record(proc: subprocess.CompletedProcess[str],
                      doc: dict[str, Any]) -> dict[str, Any]:
     """PASS only when every comparison asked for ran and passed: an oracle that could not run
     (``not_compared``) is a failure of the stage, with its reason as the error line."""
-    skipped = dict(doc.get("not_compared") or {})
     ran = bool(doc.get("comparisons"))
-    passed = bool(doc.get("passed")) and ran and not skipped and proc.returncode == 0
+    if "verdict" in doc:  # a report that gives its verdict lists what did not run in not_run
+        skipped = dict(doc.get("not_run") or {})
+        passed = str(doc["verdict"]).lower() == "pass" and not skipped
+    else:  # an older report: every oracle that did not run is in not_compared
+        skipped = dict(doc.get("not_compared") or {})
+        passed = bool(doc.get("passed")) and not skipped
+    passed = passed and ran and proc.returncode == 0
     record: dict[str, Any] = {"ok": passed, "verdict": "PASS" if passed else "FAIL",
                               "not_compared": skipped, "report": _small(doc)}
     if not passed:
-        lines = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("FAIL")]
+        lines = [ln.strip() for ln in proc.stdout.splitlines()
+                 if ln.strip().startswith(("FAIL", "INCOMPLETE"))]
         reasons = [f"{k} not compared: {v}" for k, v in skipped.items()]
         record["error"] = (lines[0] if lines else "; ".join(reasons) or
                            first_error_line(proc.stderr, proc.stdout))[:ERROR_CHARS]

@@ -96,3 +96,9 @@ def test_validate_passes_only_when_every_asked_comparison_ran() -> None:
     failed = subprocess.CompletedProcess([], 1, "FAIL: cortex-m4 disagrees: y vs tflm\n", "")
     assert zoo._validate_record(failed, {**ran, "passed": False})["error"] == \
         "FAIL: cortex-m4 disagrees: y vs tflm"
+    incomplete = subprocess.CompletedProcess([], 3, "INCOMPLETE: no verdict (ref ran); tflm\n", "")
+    record = zoo._validate_record(incomplete, {**ran, "passed": False, "verdict": "incomplete",
+                                               "not_run": {"tflm": "cannot load"}})
+    assert not record["ok"] and record["error"].startswith("INCOMPLETE")
+    noted = {**ran, "verdict": "pass", "not_compared": {"litert": "not installed"}}
+    assert zoo._validate_record(ok, noted)["ok"]  # a note beside a complete verdict
