@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-all lint bench clean debs train-deps
+.PHONY: demo test test-all lint bench zoo clean debs train-deps
 
 $(VENV)/.stamp-base:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ lint: $(VENV)/.stamp-test
 
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/ref_runtime_throughput.py
+
+# Every model of zoo/ through inspect, ref and cortex-m4 against TFLite Micro / onnxruntime,
+# validate and bench (docs/models.md); writes benchmarks/results/model_zoo.json.
+zoo: $(VENV)/.stamp-test debs
+	$(PY) benchmarks/model_zoo.py zoo
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

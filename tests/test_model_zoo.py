@@ -1,0 +1,104 @@
+"""benchmarks/model_zoo.py's machinery on two tiny models (the full zoo run is not a test):
+a model that runs is compared with TFLite Micro, a broken one is recorded as its first error
+line, never a traceback, and the next model still runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _zoo() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("model_zoo", ROOT / "benchmarks" / "model_zoo.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_folder_runs_and_a_broken_model_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("tflite_micro")
+    models = tmp_path / "models" / "sub"
+    models.mkdir(parents=True)
+    shutil.copy(ROOT / "zoo" / "tflm_examples" / "hello_world_int8.tflite", models)
+    good = (ROOT / "zoo" / "tflm_examples" / "hello_world_float.tflite").read_bytes()
+    (models / "broken.tflite").write_bytes(good[: len(good) // 3])  # truncated: no model
+    out = tmp_path / "zoo.json"
+    zoo = _zoo()
+    assert zoo.main([str(tmp_path / "models"), "--stages", "inspect,ref", "--json", str(out),
+                     "--timeout", "120"]) == 0
+    doc = json.loads(out.read_text())
+    rows = {m["model"]: m for m in doc["models"]}
+    assert sorted(rows) == ["sub/broken.tflite", "sub/hello_world_int8.tflite"]
+    ref = rows["sub/hello_world_int8.tflite"]["stages"]["ref"]
+    assert ref["ok"] and ref["mismatches"] == 0 and ref["oracle"] == "tflite-micro"
+    assert ref["values"] == zoo.SAMPLES  # one output value a sample
+    for stage, record in rows["sub/broken.tflite"]["stages"].items():
+        assert not record["ok"], stage
+        error = record["error"]
+        assert error and "\n" not in error and "Traceback" not in error, error
+        assert "sub/broken.tflite" in error and str(tmp_path) not in error, error
+
+
+def test_first_error_line_of_a_cli_error_and_of_a_traceback() -> None:
+    zoo = _zoo()
+    assert zoo.first_error_line("edgenn run: error: m.tflite: node 'x': bad\n") == \
+        "m.tflite: node 'x': bad"
+    trace = 'Traceback (most recent call last):\n  File "a.py", line 1\nKeyError: \'k\'\n'
+    assert zoo.first_error_line(trace) == "traceback: KeyError: 'k'"
+
+
+def test_compare_counts_integer_mismatches_and_float_relative_error() -> None:
+    zoo = _zoo()
+    want = [np.array([[1, 2, 3]], np.int8)]
+    assert zoo.compare([np.array([[1, 2, 3]], np.int8)], want) == \
+        {"values": 3, "ok": True, "mismatches": 0}
+    bad = zoo.compare([np.array([[1, 0, 4]], np.int8)], want)
+    assert bad["mismatches"] == 2 and not bad["ok"]
+    w = [np.array([[2.0, -4.0]], np.float32)]
+    assert zoo.compare([np.array([[2.0, -4.0]], np.float32)], w)["ok"]
+    off = zoo.compare([np.array([[2.0, -4.001]], np.float32)], w)
+    assert not off["ok"] and off["max_rel_error"] == pytest.approx(0.001 / 4, rel=1e-3)
+    with pytest.raises(ValueError, match="shape"):
+        zoo.compare([np.zeros((1, 3), np.float32)], w)
+
+
+def test_sources_list_every_zoo_file_with_its_hash() -> None:
+    spec = importlib.util.spec_from_file_location("sources", ROOT / "zoo" / "make" / "sources.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (ROOT / "zoo" / "SOURCES.md").read_text() == mod.render(), \
+        "zoo/SOURCES.md is stale: run zoo/make/sources.py"
+
+
+def test_validate_passes_only_when_every_asked_comparison_ran() -> None:
+    """A PASS whose TFLite Micro comparison did not run is recorded as a failure, with the
+    reason as its error line."""
+    import subprocess
+
+    zoo = _zoo()
+    ok = subprocess.CompletedProcess([], 0, "PASS: cortex-m4 meets the contract\n", "")
+    ran = {"passed": True, "comparisons": [{"output": "y"}], "not_compared": {}}
+    assert zoo._validate_record(ok, ran)["ok"]
+    skipped = {**ran, "not_compared": {"tflm": "TFLite Micro cannot load the model"}}
+    record = zoo._validate_record(ok, skipped)
+    assert not record["ok"] and record["error"] == \
+        "tflm not compared: TFLite Micro cannot load the model"
+    failed = subprocess.CompletedProcess([], 1, "FAIL: cortex-m4 disagrees: y vs tflm\n", "")
+    assert zoo._validate_record(failed, {**ran, "passed": False})["error"] == \
+        "FAIL: cortex-m4 disagrees: y vs tflm"
+    incomplete = subprocess.CompletedProcess([], 3, "INCOMPLETE: no verdict (ref ran); tflm\n", "")
+    record = zoo._validate_record(incomplete, {**ran, "passed": False, "verdict": "incomplete",
+                                               "not_run": {"tflm": "cannot load"}})
+    assert not record["ok"] and record["error"].startswith("INCOMPLETE")
+    noted = {**ran, "verdict": "pass", "not_compared": {"litert": "not installed"}}
+    assert zoo._validate_record(ok, noted)["ok"]  # a note beside a complete verdict
