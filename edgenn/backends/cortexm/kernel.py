@@ -166,12 +166,32 @@ def widened_kernel(node: Node, graph: Graph, core: Core) -> Kernel | None:
     return None
 
 
+# why: these kernels index their activations as one image ([1, H, W, C]); the graph is
+# otherwise free to declare any first axis (edgenn.ir.batch), and the element-wise, dense,
+# recurrent and data-movement kernels loop over it or treat it as just another axis
+_BATCH_ONE_OPS = frozenset({"Conv2D", "MaxPool2D", "AvgPool2D", "TransposeConv2D",
+                            "FusedConvChain", "Resize", "LRN"})
+
+
+def _check_batch_one(node: Node, graph: Graph, core: Core) -> None:
+    """One line instead of a silently wrong result for a declared batch above 1."""
+    if node.op not in _BATCH_ONE_OPS or not node.inputs or not node.inputs[0]:
+        return
+    shape = graph.tensor(node.inputs[0]).shape
+    if len(shape) >= 3 and shape[0] != 1:
+        raise UnsupportedOperatorError(
+            f"{node}: the Cortex-M kernels for {node.op} run one sample (batch 1), but the "
+            f"input is declared {list(shape)} on {core.name}; export the model with batch 1 "
+            "and give the samples as a batch of invocations")
+
+
 def select_kernel(node: Node, graph: Graph, core: Core, widened: bool = False) -> Kernel:
     """The highest-priority kernel matching ``node`` on ``core``; one clear error if none.
 
     Kernels with pre-widened int16 weights are skipped unless ``widened`` (then one of them
     is preferred where it matches): weights stay int8 in flash by default.
     """
+    _check_batch_one(node, graph, core)
     if widened:
         found = widened_kernel(node, graph, core)
         if found is not None:
