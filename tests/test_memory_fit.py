@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tflite_build import Op, T, build
 
 from edgenn.backends.cortexm.boards import BOARDS
 from edgenn.backends.cortexm.codegen import templates
@@ -32,7 +33,6 @@ from edgenn.backends.cortexm.targets import CORES
 from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite
 from tests.cli_errors import error_line
-from tflite_build import Op, T, build
 
 M4 = CORES["cortex-m4"]
 FULLY_CONNECTED = 9
