@@ -249,3 +249,17 @@ def test_a_device_larger_than_the_cores_reference_part_builds_and_runs(
     x = np.random.default_rng(2).standard_normal((1, 4096)).astype(np.float32)
     np.testing.assert_allclose(exe.run(x)[0], tflm_run(model.read_bytes(), x)[0],
                                rtol=1e-5, atol=1e-5)
+
+
+@needs_firmware
+def test_the_emulator_maps_the_ram_of_a_smaller_device(tmp_path: Path) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.backends.cortexm.executable import compile_cortexm
+    from edgenn.backends.ref import compile_ref
+
+    graph = load_tflite(dense_model(k=256, n=8), "small")
+    exe = compile_cortexm(graph, "cortex-m4", ram_kb=12)
+    assert exe.machine.board.ram_bytes == 12 * 1024
+    x = np.random.default_rng(3).standard_normal((2, 256)).astype(np.float32)
+    np.testing.assert_allclose(exe.run(x)[0], compile_ref(graph).run(x)[0], rtol=1e-5,
+                               atol=1e-5)
