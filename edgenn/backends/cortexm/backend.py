@@ -37,14 +37,21 @@ class CortexMOptions:
              "(NAME_init_with_arena)")
     ram_kb: int | None = option(
         "--ram-kb", type=int, minimum=1,
-        help="device RAM in KiB (default: the core's reference board)")
+        help="device RAM in KiB: the arena, stack and every static variable must fit it "
+             "(default: the board's, else the core's reference part)")
     opt: str | None = option("--opt", default="-O2",
                              help="optimisation flag for arm-none-eabi-gcc")
     flash_kb: float | None = option(
-        "--flash-kb", type=float,
-        help="flash budget in KiB for constants and code (default: the int8 parameters + 48 "
-             "KiB); kernels with pre-widened int16 weights are used only where the budget "
-             "leaves room and they measure faster")
+        "--flash-kb", type=float, minimum=1,
+        help="device flash in KiB: code and constants must fit it (default: the board's, "
+             "else the core's reference part); also the budget of --flash-budget-kb when "
+             "that is not given")
+    flash_budget_kb: float | None = option(
+        "--flash-budget-kb", type=float, minimum=1,
+        help="flash in KiB the build may fill with kernels whose weights are pre-widened to "
+             "int16, used only where it leaves room and they measure faster (default: "
+             "--flash-kb if given, else the int8 parameters + 48 KiB; at most the device's); "
+             "a build over it is an error")
     out_dir: Any = None
     stack_bytes: int | None = None
     skippable: bool | None = option(

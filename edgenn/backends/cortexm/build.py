@@ -10,10 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgenn.backends.cortexm import fit
+from edgenn.backends.cortexm.fit import Device
 from edgenn.errors import ToolchainError
 
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.codegen.project import Project
+
+PROBE_LD, PROBE_ELF = "linker_probe.ld", "model_probe.elf"  # removed after the probe link
 
 COMPILER = "arm-none-eabi-gcc"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
@@ -51,6 +55,32 @@ def _run(cmd: list[str], cwd: Path, what: str) -> None:
         raise ToolchainError(f"{what} failed: {_first_error(res.stderr, cwd)}")
 
 
+def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int,
+          model: str) -> None:
+    """Link; when the image overflows a memory region, link it once more against the probe
+    map (``fit.probe_script``) and raise the one-line FitError with the bytes it needs."""
+    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if res.returncode == 0:
+        return
+    failure = ToolchainError(f"{what} failed: {_first_error(res.stderr, cwd)}")
+    if not fit.overflowed(res.stderr):
+        raise failure
+    script = cmd[cmd.index("-T") + 1]
+    (cwd / PROBE_LD).write_text(fit.probe_script((cwd / script).read_text()))
+    probe = [PROBE_LD if arg == script else arg for arg in cmd]
+    probe[probe.index("-o") + 1] = PROBE_ELF
+    probe = [arg for arg in probe if not arg.startswith("-Wl,-Map=")]
+    try:
+        if subprocess.run(probe, cwd=cwd, capture_output=True, text=True).returncode != 0:
+            raise failure
+        usage = fit.elf_usage(cwd / PROBE_ELF)
+    finally:
+        (cwd / PROBE_LD).unlink(missing_ok=True)
+        (cwd / PROBE_ELF).unlink(missing_ok=True)
+    fit.check_fit(usage, device, arena_bytes, model)
+    raise failure  # the regions fit but a script check failed (a board's staging area)
+
+
 def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]]) -> None:
     """Compile (source, object, flags) jobs in parallel; the first failure raises."""
     def compile_one(job: tuple[str, str, list[str]]) -> None:
@@ -76,9 +106,14 @@ def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: l
 
 
 def build_project(project: Project, env_path: str | None = None,
-                  archive: bool = True) -> Path | None:
+                  archive: bool = True, device: Device | None = None,
+                  label: str | None = None) -> Path | None:
     """Build ``libNAME.a`` and, unless the folder is library-only, ``model.elf`` (the same
     commands as the generated Makefile); return the ELF's path (None for a library).
+
+    An image that overflows the linker script's memory is a one-line ``fit.FitError`` naming
+    the bytes it needs against ``device`` (default: the project's RAM and its core's flash),
+    ``label`` first (default: ``model.elf of NAME``).
 
     ``archive=False`` (builds only the emulator runs, in temporary folders): no archive; the
     application links the kernel objects directly, so ``NAME.c`` (the largest source by far)
@@ -110,7 +145,10 @@ def build_project(project: Project, env_path: str | None = None,
         link_with = lib_objs
     if not project.app_sources:
         return None
-    core = project.core
-    _run([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
-         f"linking model.elf for {core.name} ({core.flash_kb:,} KiB flash)")
+    core, manifest = project.core, project.manifest
+    if device is None:
+        device = fit.device_memory(core, None, manifest.get("ram_kb"), None)
+    _link([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
+          f"linking model.elf for {core.name}", device, int(manifest["arena_bytes"]),
+          label or f"model.elf of {project.name}")
     return cwd / "model.elf"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,14 +23,17 @@ from edgenn.backends.cortexm.codegen.project import (
 )
 from edgenn.backends.cortexm.codegen.skip import skip_request
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
+from edgenn.backends.cortexm.fit import PROBE_KB, Device, check_fit, device_memory, elf_usage
 from edgenn.backends.cortexm.flash_policy import (
     FlashPlan,
+    LazyCycles,
     Measured,
     constant_bytes,
+    default_budget_bytes,
     plan_widening,
 )
 from edgenn.backends.cortexm.targets import Core, get_core
-from edgenn.errors import EdgennError, PlanError, ShapeError
+from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import Graph
 from edgenn.ir.batch import first_sample, has_batch_axis, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
@@ -308,16 +311,14 @@ class CortexMExecutable:
         state = int(self.manifest.get("state_bytes", 0))
         if self.elf is None:
             return {"arena": int(self.manifest["arena_bytes"]), "state": state}
-        if self.manifest.get("board", GENERIC_BOARD) == GENERIC_BOARD:
-            s = self.machine.elf_sizes()
-        else:  # a board's application: the same figures without loading the emulator
-            from edgenn.backends.cortexm.emulator.elf import ElfImage
+        from edgenn.backends.cortexm.emulator.elf import ElfImage
 
-            image = ElfImage(self.elf)
-            syms = image.symbols
-            stack = ((syms["_sstack"], syms["_estack"])
-                     if "_sstack" in syms and "_estack" in syms else None)
-            s = image.sizes(stack)
+        # why not the machine's: the same figures without loading the emulator
+        image = ElfImage(self.elf)
+        syms = image.symbols
+        stack = ((syms["_sstack"], syms["_estack"])
+                 if "_sstack" in syms and "_estack" in syms else None)
+        s = image.sizes(stack)
         return {"flash": int(s["flash_bytes"]), "ram": int(s["ram_bytes"]),
                 "arena": int(self.manifest["arena_bytes"]), "state": state}
 
@@ -362,7 +363,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     flash_kb: float | None = None, widen: str = "auto",
                     compact: bool | None = None, name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
-                    arena: str = "static", emulator: str | None = None) -> CortexMExecutable:
+                    arena: str = "static", emulator: str | None = None,
+                    flash_budget_kb: float | None = None) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     Skip support only when asked for (docs/skipping.md): with ``skippable``, a ``skip``
@@ -371,13 +373,17 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     one firmware serves every planned configuration (``run(x, skip=...)``), its arena planned
     for ``skip_configs`` (default: ``passes.skip.default_configs``, every subset of at most ten
     blocks, else the full network and each block alone). Otherwise the firmware is the plain
-    one, whatever blocks the graph has. Raises PlanError if the arena does not fit ``ram_kb``,
-    ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_kb``: the
-    flash budget for constants and code (default: int8 parameter bytes + 48 KiB); kernels
-    with pre-widened int16 weights are chosen only where it leaves room and they measure
-    faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8 weights everywhere;
-    ``"all"``: widened wherever such a kernel exists). ``compact``: force compact (True) or
-    fast (False) generated code; None: compact only when the fast build exceeds the budget.
+    one, whatever blocks the graph has. ``ram_kb`` / ``flash_kb``: the device's RAM and flash
+    (default: the board's, else the core's reference part); an image that exceeds either is a
+    one-line ``fit.FitError`` with the bytes needed and the flag value that would fit.
+    ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_budget_kb``:
+    the flash the build may use for kernels with pre-widened int16 weights (default:
+    ``flash_kb`` when given, else int8 parameter bytes + 48 KiB; at most the device's flash;
+    an explicit budget is a limit like the device's); they are chosen only where it leaves
+    room and they measure faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8
+    weights everywhere; ``"all"``: widened wherever such a kernel exists). ``compact``: force
+    compact (True) or fast (False) generated code; None: compact only when the fast build
+    exceeds the budget.
     ``name``, ``board``, ``library_only``, ``arena``: the library's name, the application
     around it (``generic``: the emulator's; a real board's example, see ``boards``), none at
     all, and where its arena lives (``codegen.project.generate``). The flash policy measures
@@ -389,48 +395,87 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
     request = skip_request(graph, skippable, skip, skip_configs)
+    device = device_memory(c, _board_spec(board), ram_kb, flash_kb, flash_budget_kb)
+    label = f"graph {graph.name!r}: the firmware"
 
     final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
     measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
 
-    def build_in(directory: str | Path | None, plan: FlashPlan,
-                 settings: dict[str, Any]) -> CortexMExecutable:
+    def build_in(directory: str | Path | None, plan: FlashPlan, settings: dict[str, Any],
+                 link_flash_kb: float | None = flash_kb) -> CortexMExecutable:
         tmp = None
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
-        project = generate(graph, c, directory, ram_kb=ram_kb, opt=opt,
+        project = generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
                            stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
                            skip_configs=request.configs, widened_layers=plan.widened,
-                           compact_layers=plan.compact, **settings)
+                           compact_layers=plan.compact, flash_kb=link_flash_kb, **settings)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
-        elf = build_project(project, archive=tmp is None)
+        elf = build_project(project, archive=tmp is None, device=device, label=label)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     trial: dict[FlashPlan, CortexMExecutable] = {}
 
     def measure(widened: frozenset[int], compact_layers: frozenset[int]) -> Measured:
         plan = FlashPlan(widened, compact_layers)
-        exe = trial[plan] = build_in(None, plan, measured)
-        result = exe.emulate(*_bench_inputs(graph))
-        exe.release_emulator()
-        per_layer = [layer.cycles if layer.cycles is not None else layer.instructions
-                     for layer in result.layers]
-        return Measured(result.flash_bytes, per_layer,
+        # why the probe's flash: the policy measures builds larger than the device too (the
+        # fast build, before it compacts); the device is checked on the final build below
+        exe = trial[plan] = build_in(None, plan, measured, PROBE_KB)
+
+        def layer_cycles() -> list[int]:
+            result = exe.emulate(*_bench_inputs(graph))
+            exe.release_emulator()
+            return [layer.cycles if layer.cycles is not None else layer.instructions
+                    for layer in result.layers]
+
+        return Measured(exe.sizes()["flash"], LazyCycles(layer_cycles),
                         [constant_bytes(k) for k in exe.project.calls])
 
-    budget = None if flash_kb is None else int(flash_kb * 1024)
+    budget = _flash_budget(graph, device)
     plan = plan_widening(graph, c, measure, budget, widen, compact)
-    # why: when the measured build is the final one (a temporary directory), no rebuild
-    reuse = out_dir is None and plan in trial and final == measured
-    exe = trial[plan] if reuse else build_in(out_dir, plan, final)
-    if budget is not None and exe.elf is not None and exe.sizes()["flash"] > budget:
-        # why: a budget the user gave is a limit (the default one is only a target)
-        raise PlanError(f"graph {graph.name!r}: the smallest firmware is "
-                        f"{exe.sizes()['flash']:,} bytes of flash, more than --flash-kb "
-                        f"{flash_kb:g} ({budget:,} bytes)")
+    exe = _final_build(plan, trial, out_dir is None and final == measured,
+                       lambda p: build_in(out_dir, p, final), device)
+    if exe.elf is not None:
+        check_fit(elf_usage(exe.elf), device, int(exe.manifest["arena_bytes"]), label)
     exe.emulator = emulator
     exe.default_skip = request.default
+    return exe
+
+
+def _board_spec(board: str) -> Any:
+    """The real board's spec (memory map); None for the generic layout."""
+    if board == GENERIC_BOARD:
+        return None
+    from edgenn.backends.cortexm.boards import get_board
+
+    return get_board(board)
+
+
+def _flash_budget(graph: Graph, device: Device) -> int:
+    """The flash policy's budget: ``--flash-budget-kb``, else ``--flash-kb`` (the whole flash
+    the user says the device has), else the int8 parameters + 48 KiB; at most the device's."""
+    if device.budget_bytes is not None:
+        wanted = device.budget_bytes
+    elif device.flash_flag is not None:
+        wanted = device.flash_bytes
+    else:
+        wanted = default_budget_bytes(graph)
+    return min(wanted, device.flash_bytes)
+
+
+def _final_build(plan: FlashPlan, trial: dict[FlashPlan, CortexMExecutable], may_reuse: bool,
+                 build: Callable[[FlashPlan], CortexMExecutable],
+                 device: Device) -> CortexMExecutable:
+    """The build of ``plan``: a measured trial when it is the final one (a temporary folder
+    and the measured settings), else built now. A plan with widened layers whose build
+    exceeds the device's flash or the explicit budget (the policy counts the widened
+    layers' constants, not their code) falls back to the same plan without widening."""
+    exe = trial[plan] if may_reuse and plan in trial else build(plan)
+    limit = min(device.flash_bytes, device.budget_bytes or device.flash_bytes)
+    if plan.widened and exe.elf is not None and elf_usage(exe.elf).flash_bytes > limit:
+        narrow = FlashPlan(frozenset(), plan.compact)
+        exe = trial[narrow] if may_reuse and narrow in trial else build(narrow)
     return exe
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from edgenn.backends.cortexm.kernel import KernelCall, widened_kernel
 from edgenn.backends.cortexm.targets import Core
@@ -54,6 +55,27 @@ def widen_candidates(graph: Graph, core: Core) -> list[int]:
 
 def constant_bytes(call: KernelCall) -> int:
     return sum(int(a.values.nbytes) for a in call.arrays)
+
+
+class LazyCycles(Sequence[int]):
+    """Per-layer cycles measured only when first read: the policy needs a build's flash
+    always but its cycles only when it compacts or widens, and an emulated inference of a
+    large model costs far more than its build."""
+
+    def __init__(self, measure: Callable[[], Sequence[int]]) -> None:
+        self._measure = measure
+        self._values: Sequence[int] | None = None
+
+    def _get(self) -> Sequence[int]:
+        if self._values is None:
+            self._values = self._measure()
+        return self._values
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+    def __len__(self) -> int:
+        return len(self._get())
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,14 @@ what they append (the QEMU input staging area)."""
 from __future__ import annotations
 
 
-def linker_script(title: str, flash_origin: int, flash_kb: int, ram_origin: int, ram_kb: int,
-                  stack_bytes: int, bss_at_ram: bool = False, tail: str = "") -> str:
+def _length(kb: float) -> str:
+    """A region's LENGTH: whole KiB as ``NK``, a fraction of a KiB in bytes."""
+    return f"{int(kb)}K" if float(kb).is_integer() else str(int(kb * 1024))
+
+
+def linker_script(title: str, flash_origin: int, flash_kb: float, ram_origin: int,
+                  ram_kb: int, stack_bytes: int, bss_at_ram: bool = False,
+                  tail: str = "") -> str:
     """``title`` goes into the header comment (already comment-safe); ``bss_at_ram`` gives
     ``.bss`` a load address in RAM (QEMU zero-fills a NOLOAD segment at its load address);
     ``tail``: extra symbol definitions and checks placed before the stack's."""
@@ -14,12 +20,12 @@ def linker_script(title: str, flash_origin: int, flash_kb: int, ram_origin: int,
     bss_note = ("  /* why AT: QEMU zero-fills a NOLOAD segment at its load address */"
                 if bss_at_ram else "")
     return f"""\
-/* {title}: {flash_kb} KiB flash at 0x{flash_origin:08X}, {ram_kb} KiB RAM at \
+/* {title}: {flash_kb:g} KiB flash at 0x{flash_origin:08X}, {ram_kb} KiB RAM at \
 0x{ram_origin:08X}, {stack_bytes} B stack */
 MEMORY
 {{
-    FLASH (rx)  : ORIGIN = 0x{flash_origin:08X}, LENGTH = {flash_kb}K
-    RAM   (rwx) : ORIGIN = 0x{ram_origin:08X}, LENGTH = {ram_kb}K
+    FLASH (rx)  : ORIGIN = 0x{flash_origin:08X}, LENGTH = {_length(flash_kb)}
+    RAM   (rwx) : ORIGIN = 0x{ram_origin:08X}, LENGTH = {_length(ram_kb)}
 }}
 
 ENTRY(Reset_Handler)

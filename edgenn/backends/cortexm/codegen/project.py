@@ -26,9 +26,10 @@ from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
 from edgenn.backends.cortexm.codegen.state import state_slots
 from edgenn.backends.cortexm.codesize import compact_code
+from edgenn.backends.cortexm.fit import FitError, kib_to_fit
 from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, PlanError, UnsupportedOperatorError
+from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor
 from edgenn.memory import MemoryPlan, state_offsets
 from edgenn.utils import atomic_write_bytes
@@ -142,7 +143,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              widened_layers: frozenset[int] = frozenset(),
              compact_layers: frozenset[int] = frozenset(),
              name: str = DEFAULT_NAME, board: str = GENERIC_BOARD,
-             library_only: bool = False, arena: str = "static") -> Project:
+             library_only: bool = False, arena: str = "static",
+             flash_kb: float | None = None) -> Project:
     """Write the library ``name`` for ``graph`` on ``core`` (and, unless ``library_only``, the
     application for ``board``) into ``out_dir`` (created if needed).
 
@@ -152,7 +154,10 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     (``edgenn.passes.skip.find_blocks(graph)``) the firmware is skip-mask capable:
     ``NAME_set_skip_mask`` selects the blocks to skip between inferences and the arena is
     planned for every configuration in ``skip_configs`` (default: all of them).
-    Raises PlanError when the arena plus the stack does not fit ``ram_kb`` KiB of RAM.
+    ``ram_kb`` / ``flash_kb``: the device's RAM and flash (default: the board's, else the
+    core's), the MEMORY map of the generic application's ``linker.ld``; the link checks the
+    image against them (``build.build_project``: one-line ``fit.FitError``). A library-only
+    folder is not linked: FitError here when its arena plus the stack exceeds ``ram_kb``.
     ``widened_layers``: node indices that may use kernels with pre-widened int16 weights
     (chosen by ``flash_policy``); every other layer keeps its weights int8.
     ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``).
@@ -186,10 +191,13 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
                           in_place=[i for i, c in enumerate(calls) if c.in_place])
     plan, state_bytes = _with_state_area(graph, plan)
     arena_bytes = max(16, plan.peak_bytes)
-    if arena_bytes + stack_bytes > ram_kb * 1024:
-        raise PlanError(f"graph {graph.name!r}: arena of {arena_bytes:,} bytes plus "
-                        f"{stack_bytes:,} bytes of stack do not fit the {ram_kb} KiB "
-                        f"({ram_kb * 1024:,} bytes) of RAM of {core.name} (--ram-kb)")
+    if library_only and arena_bytes + stack_bytes > ram_kb * 1024:
+        # why only here: an application's link measures all of its RAM, this is a part
+        need = arena_bytes + stack_bytes
+        raise FitError(f"graph {graph.name!r}: arena of {arena_bytes:,} bytes plus "
+                       f"{stack_bytes:,} bytes of stack do not fit the {ram_kb} KiB "
+                       f"({ram_kb * 1024:,} bytes) of RAM of {core.name}: use --ram-kb "
+                       f"{kib_to_fit(need)} or more (the application's own data adds to it)")
 
     # why the last path component: graph names are often the model's path on the build host
     model_name = re.split(r"[\\/]", graph.name)[-1] or graph.name
@@ -221,7 +229,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
                 "main.c": templates.harness_main(name, spec.static_arena, spec.skip_capable),
                 "startup.c": templates.STARTUP_C,
                 "edgenn_mark.c": templates.EDGENN_MARK_C,
-                "linker.ld": templates.linker_script(core, ram_kb, stack_bytes),
+                "linker.ld": templates.linker_script(core, ram_kb, stack_bytes, flash_kb),
             })
         else:
             from edgenn.backends.cortexm.boards import app_files

@@ -124,10 +124,13 @@ void Default_Handler(void)
 """
 
 
-def linker_script(core: Core, ram_kb: int, stack_bytes: int) -> str:
-    """FLASH at 0, RAM at 0x20000000; the stack at the top of RAM (_sstack.._estack)."""
-    return linker.linker_script(core.name, 0x0000_0000, core.flash_kb, 0x2000_0000, ram_kb,
-                                stack_bytes)
+def linker_script(core: Core, ram_kb: int, stack_bytes: int,
+                  flash_kb: float | None = None) -> str:
+    """FLASH at 0 (``flash_kb`` KiB, default the core's), RAM at 0x20000000; the stack at the
+    top of RAM (_sstack.._estack)."""
+    return linker.linker_script(core.name, 0x0000_0000,
+                                core.flash_kb if flash_kb is None else flash_kb,
+                                0x2000_0000, ram_kb, stack_bytes)
 
 
 def makefile(cflags: list[str], ldflags: list[str], sources: list[str]) -> str:

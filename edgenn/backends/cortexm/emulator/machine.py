@@ -92,7 +92,9 @@ class Machine:
         self.board = Board(
             core,
             flash_bytes=max(core.flash_kb * 1024, round_up(flash_end)),
-            ram_bytes=max(core.ram_kb * 1024, round_up(ram_end - RAM_BASE)),
+            # why the ELF's and not the core's: the linker script's RAM is the device's
+            # (--ram-kb), smaller or larger; an access past it faults here as on the part
+            ram_bytes=round_up(ram_end - RAM_BASE),
             max_instructions=max_instructions,
             watch=watch,
         )
