@@ -9,9 +9,10 @@ The integer kernel (int8 activations with int16 weights' products: 8x8->16, or i
 activations: 16x8->16) keeps the gates in Q3.12 before and Q0.15 after their activation and
 the cell state in int16 at a power-of-two scale. Its constants come from TFLM's
 ``PrepareGateParametersInteger``: each FC requantizes to the Q3.12 scale 2^-12 with the
-multiplier of ``in_scale * w_scale / 2^-12`` (clamped to int16), the element-wise products use
-the multipliers of ``CreateInterGateMulParams`` and the activations are TFLM's int16 LUT
-sigmoid / tanh (``reference_integer_ops::Logistic`` / ``Tanh`` with the LSTM's own input
+multiplier of ``in_scale * w_scale / 2^-12`` (the product of the two float32 scales taken in
+double, as TFLM's ``GetQuantizedConvolutionMultipler``; clamped to int16), the element-wise
+products use the multipliers of ``CreateInterGateMulParams`` and the activations are TFLM's
+int16 LUT sigmoid / tanh (``reference_integer_ops::Logistic`` / ``Tanh`` with the LSTM's own input
 scaling). The zero points of the int8 input and hidden state are folded into the biases
 (exact in int32 arithmetic), so the Cortex-M kernel takes the same numbers.
 
@@ -192,8 +193,16 @@ class IntegerLstm:
     h_zp: int
 
 
-def _float32_product(a: float, b: float) -> float:
-    return float(np.float32(a) * np.float32(b))
+def _scale_product(a: float, b: float) -> float:
+    """``static_cast<double>(a) * static_cast<double>(b)`` of two float32 scales.
+
+    Why double: TFLM's ``GetQuantizedConvolutionMultipler`` (what the gate FCs'
+    ``CalculateOpDataFullyConnected`` calls) widens both scales before multiplying (the
+    tflite-micro runtime the oracle installs: ``cvtss2sd`` twice, then ``mulsd``). A float32
+    product loses up to half an ulp of float32, enough to move a gate's Q3.12 value by one
+    where a full-range input gives a large accumulator: the cell state then differs by 1-4.
+    """
+    return float(np.float32(a)) * float(np.float32(b))
 
 
 def _cell_scale_power(scale: float) -> int:
@@ -356,10 +365,8 @@ class Lstm(Layer):
             bias = data.astype(np.int64)
         ws = per_tensor(self, self._tensor(w_name), w_name).s
         rs = per_tensor(self, self._tensor(r_name), r_name).s
-        # why float32 products: GetQuantizedConvolutionMultipler multiplies the float scales
-        # before dividing in double (as the FullyConnected kernel)
-        fc_w = _requant(_float32_product(xq.s, ws) / GATE_INPUT_SCALE)
-        fc_r = _requant(_float32_product(hq.s, rs) / GATE_INPUT_SCALE)
+        fc_w = _requant(_scale_product(xq.s, ws) / GATE_INPUT_SCALE)
+        fc_r = _requant(_scale_product(hq.s, rs) / GATE_INPUT_SCALE)
         act = self.activation if g == "cell" else "sigmoid"
         return IntegerGate(w, r, bias - xq.zp * w.sum(axis=1), -hq.zp * r.sum(axis=1), fc_w,
                            fc_r, act)
