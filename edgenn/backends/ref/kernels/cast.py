@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.ir import DType
 from edgenn.ir.opdefs.cast import CASTABLE
 
 
