@@ -93,8 +93,9 @@ _SELECT = [
 ]
 
 
-def _cast(name: str, x: Spec, to: DType) -> Case:
-    return Case("CAST", name, (x,), (Spec(x.shape, to),))
+def _cast(name: str, x: Spec, to: DType | Spec) -> Case:
+    out = to if isinstance(to, Spec) else Spec(x.shape, to)
+    return Case("CAST", name, (x,), (out,))
 
 
 _CAST = [
@@ -102,9 +103,11 @@ _CAST = [
     _cast("int32_to_float", Spec((1, 5, 3), I32, values=(-100000, 100000)), DType.FLOAT32),
     _cast("bool_to_float", Spec((1, 2, 7), BOOL), DType.FLOAT32),
     _cast("bool_to_int32", Spec((1, 9), BOOL), I32),
-    _cast("int16_to_int32", Spec((1, 3, 4), DType.INT16), I32),
+    # int8 / int16 tensors carry a quantization (CAST ignores it; the exporter needs it)
+    _cast("int16_to_int32", i16((1, 3, 4), 0.01), I32),
     _cast("int8_to_float", i8((1, 10), 0.1, 3), DType.FLOAT32),
-    _cast("int32_to_int16_wraps", Spec((1, 6), I32, values=(-70000, 70000)), DType.INT16),
+    _cast("int32_to_int16_wraps", Spec((1, 6), I32, values=(-70000, 70000)),
+          i16((1, 6), 1.0)),
 ]
 
 CASES = _COMPARE + _LOGICAL + _SELECT + _CAST
