@@ -33,8 +33,9 @@ from tests.conformance.cases import all_cases  # noqa: E402
 DOC = ROOT / "docs" / "operators.md"
 MODELS_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
 SHORT = {DType.FLOAT32: "f32", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
-         DType.UINT8: "u8", DType.INT64: "i64"}
-ORDER = [DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8]
+         DType.UINT8: "u8", DType.INT64: "i64", DType.BOOL: "bool"}
+ORDER = [DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8,
+         DType.BOOL]
 
 HEAD = """# Operators
 

@@ -24,6 +24,7 @@ TENSOR_TYPES: dict[DType, int] = {
     DType.INT16: tflite.TensorType.INT16,
     DType.INT32: tflite.TensorType.INT32,
     DType.INT64: tflite.TensorType.INT64,
+    DType.BOOL: tflite.TensorType.BOOL,
 }
 DTYPES: dict[int, DType] = {code: dtype for dtype, code in TENSOR_TYPES.items()}
 

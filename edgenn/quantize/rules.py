@@ -201,6 +201,16 @@ KEPT_FLOAT: Mapping[str, str] = MappingProxyType({
             "calibrated gate intermediates); quantize it with TensorFlow's converter",
     "SVDF": "edgenn's quantizer has no recipe for TFLite's integer SVDF (int16 state); "
             "quantize it with TensorFlow's converter",
+    # why: a comparison gives bool, whatever its operand type; TFLM's int8 comparison rescales
+    # both operands to 1/256 of their steps, so on quantized operands a threshold moves by up
+    # to half a step, while float32 operands decide exactly as the float model does
+    **{op: f"{op} keeps its float32 operands (its bool result is exact there; int8 operands "
+           "would move its threshold by up to half a quantization step)"
+       for op in ("Equal", "NotEqual", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")},
+    # why: CAST converts stored values; on int8 codes it would convert the codes, not the
+    # real values the float model casts
+    "Cast": "Cast converts stored values (on int8 it would cast quantization codes), so it "
+            "stays in float32",
 })
 
 

@@ -128,6 +128,8 @@ class Case:
 
 def _draw(rng: np.random.Generator, s: Spec, n: int) -> np.ndarray:
     shape = (n, *s.shape[1:])
+    if s.dtype is DType.BOOL:
+        return rng.integers(0, 1, shape, endpoint=True).astype(np.bool_)
     if s.dtype is DType.FLOAT32:
         lo, hi = s.values or (-4.0, 4.0)
         return rng.uniform(lo, hi, shape).astype(np.float32)

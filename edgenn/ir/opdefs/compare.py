@@ -1,18 +1,22 @@
 """Comparisons, logical operators and Where, with numpy broadcasting (ONNX's Equal, Less,
-Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor, Where).
+Greater, LessOrEqual, GreaterOrEqual, Not, And, Or, Xor, Where; TFLite's EQUAL, NOT_EQUAL,
+LESS, LESS_EQUAL, GREATER, GREATER_EQUAL, LOGICAL_NOT / AND / OR, SELECT, SELECT_V2).
 
 ===============================  ===========  =========================================
 op                               inputs       output
 ===============================  ===========  =========================================
-Equal, Less, Greater,            a, b         bool, the broadcast shape; a and b of one
-LessOrEqual, GreaterOrEqual                   type (float32, int32, int64; Equal: bool)
+Equal, NotEqual, Less, Greater,  a, b         bool, the broadcast shape; a and b of one
+LessOrEqual, GreaterOrEqual                   type (float32, int8, int32, int64; Equal
+                                              and NotEqual: bool too)
 Not                              x (bool)     bool
 And, Or, Xor                     a, b (bool)  bool, the broadcast shape
 Where                            cond, x, y   x's type, the broadcast shape of all three
 ===============================  ===========  =========================================
 
 The comparisons take the raw values of their operands (no quantization: ONNX compares the
-stored numbers), so integer tensors compare as integers and float32 as IEEE floats.
+stored numbers), so integer tensors compare as integers and float32 as IEEE floats. Quantized
+int8 operands (TFLite) compare their real values as TFLite Micro approximates them: each
+``(q - zp) << 8`` scaled by its own scale in fixed point (``comparisons.cc``).
 """
 
 from __future__ import annotations
@@ -26,19 +30,26 @@ from edgenn.ir.shapes import Inferred, fail, need, register_shape
 from edgenn.ir.tensor import Tensor
 
 I64, BOOL = DType.INT64, DType.BOOL
-ORDERED = (F32, I32, I64)
-COMPARISONS = {"Equal": "a == b", "Less": "a < b", "Greater": "a > b",
+ORDERED = (F32, I8, I32, I64)
+COMPARISONS = {"Equal": "a == b", "NotEqual": "a != b", "Less": "a < b", "Greater": "a > b",
                "LessOrEqual": "a <= b", "GreaterOrEqual": "a >= b"}
 LOGICAL = {"And": "a and b", "Or": "a or b", "Xor": "a xor b"}
+# the importers' operator names of each IR operator
+_TFLITE = {"Equal": "EQUAL", "NotEqual": "NOT_EQUAL", "Less": "LESS", "Greater": "GREATER",
+           "LessOrEqual": "LESS_EQUAL", "GreaterOrEqual": "GREATER_EQUAL", "And": "LOGICAL_AND",
+           "Or": "LOGICAL_OR"}
 
 for _op, _what in COMPARISONS.items():
     define_op(_op, f"element-wise {_what} with broadcasting (a bool tensor)",
-              (*ORDERED, BOOL) if _op == "Equal" else ORDERED, onnx=(_op,))
+              (*ORDERED, BOOL) if _op in ("Equal", "NotEqual") else ORDERED,
+              tflite=(_TFLITE[_op],), onnx=() if _op == "NotEqual" else (_op,))
 for _op, _what in LOGICAL.items():
     define_op(_op, f"element-wise {_what} of bool tensors with broadcasting", (BOOL,),
-              onnx=(_op,))
-define_op("Not", "element-wise logical negation of a bool tensor", (BOOL,), onnx=("Not",))
-define_op("Where", "x where cond, else y, with broadcasting", (BOOL,), onnx=("Where",))
+              tflite=(_TFLITE[_op],) if _op in _TFLITE else (), onnx=(_op,))
+define_op("Not", "element-wise logical negation of a bool tensor", (BOOL,),
+          tflite=("LOGICAL_NOT",), onnx=("Not",))
+define_op("Where", "x where cond, else y, with broadcasting", (BOOL,),
+          tflite=("SELECT", "SELECT_V2"), onnx=("Where",))
 
 
 def broadcast(node: Node, *ts: Tensor) -> tuple[int, ...]:

@@ -52,6 +52,25 @@ _REDUCE = [
     _reducer("MEAN", "int16_channels", X16, (3,), False, i16((1, 4, 5), 0.002)),
     _reducer("MEAN", "int16_three_axes", i16((1, 3, 5, 7), 0.003), (1, 2, 3), False,
              i16((1,), 0.0011)),
+    # Keras LayerNormalization as the converter writes it: MEAN over [0, 1, 2] of [1, C, 1, 1]
+    _reducer("MEAN", "float_layernorm_axes012", f32((1, 64, 1, 1)), (0, 1, 2), True,
+             f32((1, 1, 1, 1))),
+    # why a leading 1 in the dropped-axis cases: the oracle stacks samples along axis 0
+    _reducer("MEAN", "float_batch_axis_drop", f32((1, 1, 4, 5)), (0, 2), False, f32((1, 5))),
+    _reducer("MEAN", "int8_layernorm_axes012", i8((1, 64, 1, 1), 0.04, -7), (0, 1, 2), True,
+             i8((1, 1, 1, 1), 0.01, 3)),
+    _reducer("MEAN", "int8_batch_and_last_drop", i8((1, 1, 6, 9), 0.05, 4), (0, -1), False,
+             i8((1, 6), 0.03, -2)),
+    _reducer("MEAN", "int8_all_axes_keep", i8((1, 3, 4, 5), 0.02, -1), (0, 1, 2, 3), True,
+             i8((1, 1, 1, 1), 0.005, 0)),
+    _reducer("MEAN", "int16_layernorm_axes012", i16((1, 64, 1, 1), 0.002), (0, 1, 2), True,
+             i16((1, 1, 1, 1), 0.0007)),
+    _reducer("MEAN", "int16_batch_axis_drop", i16((1, 1, 5, 6), 0.003), (0, 2), False,
+             i16((1, 6), 0.002)),
+    _reducer("SUM", "int8_batch_axis_keep", i8((1, 4, 5), 0.02, 3), (0, 1), True,
+             i8((1, 1, 5), 0.1, -4)),
+    _reducer("REDUCE_MIN", "int8_batch_axis_drop", i8((1, 1, 4, 6), 0.05, -3), (0, 3), False,
+             i8((1, 4), 0.05, -3)),
 ]
 
 

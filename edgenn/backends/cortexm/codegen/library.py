@@ -30,7 +30,7 @@ STATUS_CODES = (
     ("ERROR_NO_STATIC_ARENA", -5, "init called on a library built for an external arena"),
 )
 _C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float",
-            "uint8": "uint8_t"}
+            "uint8": "uint8_t", "bool": "uint8_t"}  # a bool is one byte, 0 or 1
 
 
 @dataclass(frozen=True)

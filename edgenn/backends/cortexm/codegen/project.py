@@ -40,7 +40,8 @@ DEFAULT_NAME = "model"
 GENERIC_BOARD = "generic"
 ARENA_KINDS = ("static", "external")
 _PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
-             DType.FLOAT32: "float", DType.UINT8: "uint8_t"}
+             DType.FLOAT32: "float", DType.UINT8: "uint8_t",
+             DType.BOOL: "uint8_t"}  # why uint8_t: a bool tensor is bytes of 0 / 1
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
@@ -77,8 +78,8 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...
         t = graph.tensor(name)
         if t.dtype not in _PTR_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
-                                           "Cortex-M firmware takes int8, uint8, int16, int32 or "
-                                           "float32")
+                                           "Cortex-M firmware takes int8, uint8, int16, int32, "
+                                           "float32 or bool")
         q = t.quant
         scale = float(q.scale[0]) if q is not None and q.axis is None else 0.0
         zp = int(q.zero_point[0]) if q is not None and q.axis is None else 0

@@ -75,7 +75,8 @@ def const_operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) ->
         return f"{{in{index}}}"
     assert t.data is not None
     ctype = {DType.INT8: "int8_t", DType.FLOAT32: "float", DType.INT32: "int32_t",
-             DType.UINT8: "uint8_t", DType.INT16: "int16_t"}.get(t.dtype)
+             DType.UINT8: "uint8_t", DType.INT16: "int16_t",
+             DType.BOOL: "uint8_t"}.get(t.dtype)  # why uint8_t: a bool is one 0 / 1 byte
     if ctype is None:
         raise UnsupportedOperatorError(f"{node}: constant input of type {t.dtype.value}")
     arrays.append(CArray(f"k{index}", ctype, t.data))

@@ -1,21 +1,28 @@
 """Comparisons, logical operators and Where (``edgenn/ir/opdefs/compare.py``) with numpy's
 broadcasting, ONNX's definitions: the operands' stored values are compared (float32 as IEEE
-floats, so NaN is unequal to everything), and Where picks per element."""
+floats, so NaN is unequal to everything), and Where picks per element.
+
+Quantized int8 operands (TFLite) compare as TFLite Micro's ``ComparisonWithScaling``: each
+``(q - zp) * 2**8`` through ``MultiplyByQuantizedMultiplierSmallerThanOneExp`` with the
+multiplier of its own scale, then the two int32 results compared.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import Operands
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
+from edgenn.backends.ref.kernels.binary import to_output_rank
+from edgenn.backends.ref.kernels.common import Operands, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 
 F32, I8, I16, I32, I64, BOOL = (DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32,
                                 DType.INT64, DType.BOOL)
 _FUNCS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "Equal": np.equal, "Less": np.less, "Greater": np.greater,
+    "Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "Greater": np.greater,
     "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal,
     "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
 }
@@ -26,13 +33,22 @@ class _Elementwise(Layer):
 
     def build(self) -> None:
         self.operands = Operands(self.inputs)
+        self.rank = len(self.outputs[0].shape)
+        self.shapes = [t.shape if t is not None and not t.is_const else None
+                       for t in self.inputs if t is not None]
+
+    def gather(self, xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The operands, a computed lower-rank one with its broadcast axes after the batch."""
+        return [x if s is None else to_output_rank(x, s, self.rank)
+                for x, s in zip(self.operands.gather(xs), self.shapes, strict=True)]
 
 
-@register("Equal", F32, I32, I64, BOOL)
-@register("Less", F32, I32, I64)
-@register("Greater", F32, I32, I64)
-@register("LessOrEqual", F32, I32, I64)
-@register("GreaterOrEqual", F32, I32, I64)
+@register("Equal", F32, I8, I32, I64, BOOL)
+@register("NotEqual", F32, I8, I32, I64, BOOL)
+@register("Less", F32, I8, I32, I64)
+@register("Greater", F32, I8, I32, I64)
+@register("LessOrEqual", F32, I8, I32, I64)
+@register("GreaterOrEqual", F32, I8, I32, I64)
 @register("And", BOOL)
 @register("Or", BOOL)
 @register("Xor", BOOL)
@@ -40,9 +56,20 @@ class Compare(_Elementwise):
     def build(self) -> None:
         super().build()
         self.fn = _FUNCS[self.node.op]
+        a, b = self.inputs[0], self.inputs[1]
+        assert a is not None and b is not None
+        self.scaled: list[tuple[int, int, int]] = []
+        if a.dtype is I8 and a.quant is not None and b.quant is not None:
+            for t, what in ((a, "first input"), (b, "second input")):
+                q = per_tensor(self, t, what)
+                mult, shift = quantize_multiplier(q.s)
+                self.scaled.append((q.zp, mult, shift))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        a, b = self.operands.gather(xs)
+        a, b = self.gather(xs)
+        if self.scaled:
+            a, b = (multiply_by_quantized_multiplier((x.astype(np.int64) - zp) * 256, m, s)
+                    for x, (zp, m, s) in zip((a, b), self.scaled, strict=True))
         return [np.asarray(self.fn(a, b), dtype=np.bool_)]
 
 
@@ -55,5 +82,5 @@ class Not(Layer):
 @register("Where", BOOL)
 class Where(_Elementwise):
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        cond, x, y = self.operands.gather(xs)
+        cond, x, y = self.gather(xs)
         return [np.where(cond, x, y)]

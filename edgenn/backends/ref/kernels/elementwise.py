@@ -21,6 +21,7 @@ from edgenn.arith.fixed_point import (
     quantize_multiplier,
     quantize_scalar,
 )
+from edgenn.backends.ref.kernels.binary import to_output_rank
 from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import Activation, DType
@@ -31,6 +32,9 @@ ADD_LEFT_SHIFT = 20  # TFLite's left shift for int8 ADD (15 for int16)
 class _Binary(Layer):
     def build(self) -> None:
         self.operands = Operands(self.inputs)
+        self.rank = len(self.outputs[0].shape)
+        self.shapes = [t.shape if t is not None and not t.is_const else None
+                       for t in self.inputs]
         self.int8 = self.outputs[0].dtype is DType.INT8
         act = activation_of(self)
         if self.int8:
@@ -47,7 +51,10 @@ class _Binary(Layer):
         raise NotImplementedError
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        a, b = self.operands.gather(xs)
+        # why: a computed lower-rank operand (a reduction's [1] result against [1, C, 1, 1])
+        # carries the batch in its axis 0, so its broadcast axes go after that axis
+        a, b = (x if shape is None else to_output_rank(x, shape, self.rank)
+                for x, shape in zip(self.operands.gather(xs), self.shapes, strict=True))
         if not self.int8:
             y = self.float_op(a.astype(np.float32, copy=False), b.astype(np.float32, copy=False))
             return [np.clip(y, self.flo, self.fhi).astype(np.float32, copy=False)]

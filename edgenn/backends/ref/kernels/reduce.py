@@ -9,7 +9,9 @@ and shift ``shift - s``, then ``MultiplyByQuantizedMultiplier(sum - in_zp * coun
 out_zp``, clamped.
 
 The 4-D axes-(1, 2) special case of TFLM applies only to float32, whose result is the same
-sum divided by the count.
+sum divided by the count. Any axes run, axis 0 included (Keras LayerNormalization as the
+converter writes it reduces ``[0, 1, 2]``): the reduction works per sample (``per_sample.py``),
+axis 0 being each sample's own size-1 axis.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import numpy as np
 from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    wrap_int32,
 )
 from edgenn.backends.ref.kernels.common import per_tensor
+from edgenn.backends.ref.kernels.per_sample import BatchView
 from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
 
 
@@ -34,9 +37,8 @@ class Mean(Layer):
         assert x is not None
         rank = len(x.shape)
         self.axes = tuple(sorted({int(a) % rank for a in self.node.attr("axes")}))
-        if 0 in self.axes:
-            raise UnsupportedOperatorError(f"{self.node}: Mean over the batch axis 0")
-        self.keep = bool(self.node.attr("keepdims", True))
+        self.in_shape, self.out_shape = x.shape, self.outputs[0].shape
+        self.view = BatchView(self, self.in_shape, self.out_shape)
         self.count = int(np.prod([x.shape[a] for a in self.axes]))
         self.int8 = x.dtype in (DType.INT8, DType.INT16)  # quantized (int16: TFLM int16 MEAN)
         self.lo, self.hi = type_range(x.dtype) if self.int8 else (0, 0)
@@ -51,11 +53,21 @@ class Mean(Layer):
         self.mult = (mult << s) // self.count
         self.shift = shift - s
 
+    def _sum(self, x: np.ndarray, dtype: type) -> np.ndarray:
+        """The sum over the reduced axes of each sample (see ``BatchView``)."""
+        v = self.view
+        xv = v.unfold(x, self.in_shape)
+        s = xv.sum(axis=tuple(a + v.offset for a in self.axes), keepdims=True, dtype=dtype)
+        # why a reshape: the output shape is the kept shape with or without the 1s
+        lead = (xv.shape[0],) if v.per_sample else ()
+        return v.fold(s.reshape((*lead, *self.out_shape)), self.out_shape)
+
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
         if not self.int8:
-            s = x.sum(axis=self.axes, keepdims=self.keep, dtype=np.float32)
+            s = self._sum(x, np.float32)
             return [(s / np.float32(self.count)).astype(np.float32)]
-        total = x.sum(axis=self.axes, keepdims=self.keep, dtype=np.int64)
-        y = multiply_by_quantized_multiplier(total - self.in_zp * self.count, self.mult, self.shift)
+        # why wrap: TFLM sums into int32
+        total = wrap_int32(self._sum(x, np.int64) - self.in_zp * self.count)
+        y = multiply_by_quantized_multiplier(total, self.mult, self.shift)
         return [np.clip(y + self.out_zp, self.lo, self.hi).astype(x.dtype)]

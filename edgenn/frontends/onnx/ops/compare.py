@@ -13,7 +13,8 @@ from edgenn.frontends.onnx.registry import converter
 from edgenn.ir.opdefs.compare import COMPARISONS, LOGICAL
 
 
-@converter(*COMPARISONS, *LOGICAL)
+# why the filter: NotEqual is TFLite's (NOT_EQUAL); ONNX has no such operator
+@converter(*(op for op in COMPARISONS if op != "NotEqual"), *LOGICAL)
 def convert_binary(ctx: Context, node: NodeProto) -> None:
     if ctx.quantized:
         raise ctx.fail(f"{node.op_type} in a quantized (QDQ) graph is not supported")
