@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -15,6 +16,7 @@ from edgenn.frontends.onnx import (
 )
 from edgenn.frontends.onnx.constfold import fold, foldable, to_array
 from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.fixinputs import assumed_ones, fix_inputs
 from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
 from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, NLC_TO_NCL, ConstVal, Value
@@ -31,7 +33,9 @@ _ELEM_TYPES: dict[int, DType] = {
 }
 
 
-def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
+def load_onnx(data: bytes, name: str = "<bytes>",
+              input_shapes: Mapping[str, Sequence[int]] | None = None,
+              input_values: Mapping[str, Any] | None = None) -> Graph:
     """Import an ONNX model (float, or QDQ-quantized int8) into the IR.
 
     Rank-4 inputs and outputs declared NCHW are stored NHWC inside; ``Graph.external_perm``
@@ -39,11 +43,17 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
     inputs that feed a convolution, pooling or BatchNorm, and rank-3 outputs computed in the
     1-D channels-last layout, are [N, L, C] graph tensors with ``external_perm`` ``(0, 2, 1)``
     (the unit H axis of the [N, 1, L, C] layout is a Reshape inside).
+
+    ``input_shapes`` fixes dynamic input dimensions (others are taken as 1); ``input_values``
+    makes inputs constants (``edgenn.frontends.onnx.fixinputs``).
     """
     from edgenn.passes import standard_import_passes
 
-    model = _parse(data, name)
-    graph = _convert(model, name)
+    model = _parse(data, name, input_shapes, input_values)
+    try:
+        graph = _convert(model, name)
+    except EdgennError as err:
+        raise _with_assumed(err, model) from None
     try:
         # why before the passes: folding a batch-norm would spread a NaN weight into the conv
         check_constants(graph.tensors)
@@ -52,7 +62,18 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
         raise GraphValidationError(f"{name}: {err}") from None
 
 
-def _parse(data: bytes, file: str) -> ModelProto:
+def _with_assumed(err: EdgennError, model: ModelProto) -> EdgennError:
+    """A shape error in a model with dynamic input dimensions says which were taken as 1."""
+    assumed = assumed_ones(model)
+    if not assumed or "shape" not in str(err):
+        return err
+    shown = ", ".join(assumed[:4]) + (", ..." if len(assumed) > 4 else "")
+    return type(err)(f"{err} (dynamic input dimensions taken as 1: {shown}; fix them with "
+                     "--input-shape NAME=D0,D1,...)")
+
+
+def _parse(data: bytes, file: str, input_shapes: Mapping[str, Sequence[int]] | None = None,
+           input_values: Mapping[str, Any] | None = None) -> ModelProto:
     try:
         model = onnx.load_model_from_string(bytes(data))
     except (DecodeError, ValueError, TypeError, RuntimeError, UnicodeDecodeError) as err:
@@ -60,6 +81,8 @@ def _parse(data: bytes, file: str) -> ModelProto:
     if not model.HasField("graph") or not model.graph.node:
         raise ModelFormatError(f"{file}: the ONNX model has no graph (truncated or not ONNX)")
     _check_text(model.graph, file)
+    if input_shapes or input_values:
+        fix_inputs(model, file, input_shapes, input_values)
     try:
         # inference first: it also fills in output types that some exporters leave out
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
