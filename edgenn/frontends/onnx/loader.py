@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import onnx
@@ -16,6 +16,7 @@ from edgenn.frontends.onnx import (
 )
 from edgenn.frontends.onnx.constfold import fold, foldable, to_array
 from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.control import CONTROL_FLOW, convert_if, subgraphs, walk
 from edgenn.frontends.onnx.fixinputs import assumed_ones, fix_inputs
 from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
@@ -141,11 +142,14 @@ def _dims(vi: onnx.ValueInfoProto) -> list[int | None]:
 def _convert(model: ModelProto, file: str) -> Graph:
     g: GraphProto = model.graph
     consumers: dict[str, list[NodeProto]] = {}
-    for node in g.node:
+    producers: dict[str, NodeProto] = {}
+    for node in walk(list(g.node)):  # why subgraphs too: an inlined If branch reads these
         for name in node.input:
             if name:
                 consumers.setdefault(name, []).append(node)
-    ctx = Context(file, _opset(model), consumers, {o.name for o in g.output})
+        producers.update((o, node) for o in node.output if o)
+    ctx = Context(file, _opset(model), consumers, {o.name for o in g.output}, producers,
+                  {vi.name for vi in g.input})
 
     for init in g.initializer:
         ctx.set_const(init.name, ConstVal(to_array(ctx, init)))
@@ -154,11 +158,15 @@ def _convert(model: ModelProto, file: str) -> Graph:
     for vi in inputs:
         _add_input(ctx, vi, external_perm)
 
-    inferred = {vi.name: _dims(vi) for vi in list(g.value_info) + list(g.output)
+    inferred = {vi.name: _dims(vi) for vi in _value_infos(g)
                 if vi.type.tensor_type.HasField("shape")}
-    for node in g.node:
-        _convert_node(ctx, node)
+
+    def convert(node: NodeProto) -> None:
+        _convert_node(ctx, node, convert)
         _check_shapes(ctx, node, inferred)
+
+    for node in g.node:
+        convert(node)
 
     ctx.node = None
     ctx.quantized = False
@@ -210,7 +218,15 @@ def _add_input(ctx: Context, vi: onnx.ValueInfoProto, perm: dict[str, tuple[int,
         ctx.bind(vi.name, Value(ctx.nodes[-1].outputs[0], ncl=True))
 
 
-def _convert_node(ctx: Context, node: NodeProto) -> None:
+def _value_infos(g: GraphProto) -> list[onnx.ValueInfoProto]:
+    """The graph's value_info and outputs, then its subgraphs' (an outer name wins)."""
+    inner = [vi for node in walk(list(g.node)) for sub in subgraphs(node)
+             for vi in list(sub.value_info) + list(sub.output)]
+    return inner + list(g.value_info) + list(g.output)
+
+
+def _convert_node(ctx: Context, node: NodeProto,
+                  convert: Callable[[NodeProto], None] | None = None) -> None:
     ctx.begin(node, quantized=False)
     if node.domain not in ("", "ai.onnx"):
         raise ctx.fail(f"unsupported operator '{node.domain}.{node.op_type}'")
@@ -222,6 +238,9 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
         if bad is not None:
             raise ctx.malformed(f"attribute {attr.name} is {bad}")
     try:
+        if node.op_type in CONTROL_FLOW:
+            convert_if(ctx, node, convert or (lambda n: _convert_node(ctx, n)))
+            return
         if foldable(ctx, node):
             fold(ctx, node)
             return
