@@ -41,7 +41,8 @@ def fix_inputs(model: ModelProto, file: str, shapes: Mapping[str, Sequence[int]]
             if data.size != 1 or any(d is None for d in dims):
                 raise DataError(f"{file}: --input-value {name!r}: a value of shape "
                                 f"{list(data.shape)} for an input of shape {_shown(vi)}")
-            data = np.full(dims, data.reshape(()), dtype)  # a scalar fills a fixed shape
+            fixed = [int(d) for d in dims if d is not None]
+            data = np.full(fixed, data.reshape(()), dtype)  # a scalar fills a fixed shape
         _set_shape(vi, list(data.shape), file, what="--input-value")
         g.initializer.append(numpy_helper.from_array(data, name))
         g.input.remove(vi)

@@ -9,7 +9,12 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto
 
-from edgenn.errors import EdgennError, GraphValidationError, ModelFormatError
+from edgenn.errors import (
+    EdgennError,
+    GraphValidationError,
+    ModelFormatError,
+    UnsupportedOperatorError,
+)
 from edgenn.frontends.onnx import (
     lift1d,
     ops,  # noqa: F401  (fills the converter table)
@@ -66,7 +71,10 @@ def load_onnx(data: bytes, name: str = "<bytes>",
 def _with_assumed(err: EdgennError, model: ModelProto) -> EdgennError:
     """A shape error in a model with dynamic input dimensions says which were taken as 1."""
     assumed = assumed_ones(model)
-    if not assumed or "shape" not in str(err):
+    text = str(err)
+    shape_like = not isinstance(err, UnsupportedOperatorError) or "shape" in text \
+        or "dimension" in text
+    if not assumed or not shape_like:
         return err
     shown = ", ".join(assumed[:4]) + (", ..." if len(assumed) > 4 else "")
     return type(err)(f"{err} (dynamic input dimensions taken as 1: {shown}; fix them with "
