@@ -115,7 +115,9 @@ def model_input_options(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 if not sep or not name:
                     raise ValueError
-                out[name] = [kind(v) for v in text.split(",")]
+                # why the empty case: ``NAME=`` is the shape of a scalar (rank 0)
+                out[name] = [kind(v) for v in text.split(",")] if text or kind is not int \
+                    else []
             except ValueError:
                 raise DataError(f"{flag} {item!r}: expected NAME=" +
                                 ("D0,D1,... (integers)" if kind is int else "V[,V...]")) from None
