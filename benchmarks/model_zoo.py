@@ -226,7 +226,7 @@ def oracle_outputs(oracle: Oracle, xs: list[np.ndarray], stateful: bool) -> list
     for k in range(len(xs[0])):
         if not stateful:
             oracle.reset()
-        rows.append(oracle.invoke([x[k].reshape(shape)
+        rows.append(oracle.invoke([np.asarray(x[k]).reshape(shape)
                                    for x, (_, shape, _) in zip(xs, oracle.inputs, strict=True)]))
     return [np.stack([r[j] for r in rows]) for j in range(len(rows[0]))]
 
