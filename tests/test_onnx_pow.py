@@ -1,6 +1,7 @@
 """ONNX Pow on float32 against onnxruntime on the reference runtime: constant exponents
 (2 becomes a Mul, 1 the identity, others the IR's Pow), an integer exponent constant, a
-computed exponent tensor, broadcasting, and in NHWC / 1-D layouts after a convolution."""
+computed exponent tensor, broadcasting, and in NHWC / 1-D layouts after a convolution; TFLite's
+POW against LiteRT."""
 
 from __future__ import annotations
 
@@ -63,3 +64,29 @@ def test_pow_after_convolution_layouts(shape: tuple[int, ...]) -> None:
     want = ort_run(data, {"x": x})
     got = compile_ref(load_onnx(data, "pow.onnx")).run(x)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+def test_tflite_pow_matches_litert() -> None:
+    """TFLite's POW (float32, a computed exponent broadcast over rows) imports to the same
+    IR Pow; LiteRT's reference kernels are the oracle (TFLite Micro has no POW kernel)."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    from tflite_build import Op, T, build
+
+    from edgenn.frontends.tflite import load_tflite
+    from edgenn.ir.tflite_enums import OP
+
+    data = build([T("x", (2, 5)), T("e", (5,)), T("y", (2, 5))],
+                 [Op(int(OP.POW), [0, 1], [2])], [0, 1], [2])
+    rng = np.random.default_rng(4)
+    x = np.abs(rng.standard_normal((2, 5))).astype(np.float32) + 0.05
+    e = np.asarray([2.0, 3.0, 0.5, -1.0, 1.7], np.float32)
+    interp = litert.Interpreter(model_content=data, experimental_op_resolver_type=(
+        litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES))
+    interp.allocate_tensors()
+    ins = interp.get_input_details()
+    interp.set_tensor(ins[0]["index"], x)
+    interp.set_tensor(ins[1]["index"], e)
+    interp.invoke()
+    want = interp.get_tensor(interp.get_output_details()[0]["index"])
+    got = compile_ref(load_tflite(data, "pow.tflite")).run(x, e)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=0)
