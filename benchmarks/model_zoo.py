@@ -226,7 +226,7 @@ def oracle_outputs(oracle: Oracle, xs: list[np.ndarray], stateful: bool) -> list
     for k in range(len(xs[0])):
         if not stateful:
             oracle.reset()
-        rows.append(oracle.invoke([x[k].reshape(shape)
+        rows.append(oracle.invoke([np.asarray(x[k]).reshape(shape)
                                    for x, (_, shape, _) in zip(xs, oracle.inputs, strict=True)]))
     return [np.stack([r[j] for r in rows]) for j in range(len(rows[0]))]
 
@@ -269,10 +269,12 @@ def run_stage(path: Path, target: str) -> dict[str, Any]:
     """Compile for ``target`` with edgenn's Python API and compare with the oracle."""
     from edgenn.api import compile_model, load_model
 
-    exe = compile_model(load_model(path), target)  # edgenn first: its error is the finding
+    hints = load_hints(path)
+    graph = load_model(path, **load_options(hints))
+    exe = compile_model(graph, target)  # edgenn first: its error is the finding
     try:
         stateful = bool(file_facts(path)["stateful"])
-        oracle = Oracle(path, load_hints(path))
+        oracle = Oracle(path, hints)
     except Exception as err:  # noqa: BLE001
         raise ZooError(f"the oracle cannot load the model: {_one_line(err)}") from None
     takes_state = "stateful" in inspect.signature(exe.run).parameters
@@ -282,6 +284,9 @@ def run_stage(path: Path, target: str) -> dict[str, Any]:
     n = INVOCATIONS if stateful else SAMPLES
     xs = make_inputs(oracle, n)
     want = oracle_outputs(oracle, xs, stateful)
+    # why: an input fixed by value is a constant of edgenn's graph, not one of its inputs
+    xs = [x for (name, _, _), x in zip(oracle.inputs, xs, strict=True)
+          if "value" not in hints.get(name, {})]
     if stateful and hasattr(exe, "reset_state"):
         exe.reset_state()
     got = exe.run(*xs, stateful=True) if stateful else exe.run(*xs)
@@ -299,6 +304,24 @@ class ZooError(Exception):
 def load_hints(path: Path) -> dict[str, Any]:
     hint = path.with_name(path.stem + ".inputs.json")
     return dict(json.loads(hint.read_text())) if hint.is_file() else {}
+
+
+def load_options(hints: dict[str, Any]) -> dict[str, Any]:
+    """``load_model`` keywords from the hints: fixed shapes and values of inputs."""
+    shapes = {n: tuple(h["shape"]) for n, h in hints.items() if "shape" in h}
+    values = {n: h["value"] for n, h in hints.items() if "value" in h}
+    return {"input_shapes": shapes or None, "input_values": values or None}
+
+
+def hint_flags(hints: dict[str, Any]) -> list[str]:
+    """The same as CLI flags (``--input-shape NAME=D0,D1,...``, ``--input-value NAME=V``)."""
+    flags: list[str] = []
+    for name, h in hints.items():
+        if "shape" in h:
+            flags += ["--input-shape", f"{name}={','.join(str(d) for d in h['shape'])}"]
+        if "value" in h:
+            flags += ["--input-value", f"{name}={h['value']}"]
+    return flags
 
 
 # ------------------------------------------------------------------ stages as processes
@@ -338,15 +361,17 @@ def _env() -> dict[str, str]:
 def stage_command(stage: str, path: Path, stateful: bool, flags: dict[str, set[str]],
                   workdir: Path) -> list[str]:
     model = str(path)
+    fixes = hint_flags(load_hints(path))
     if stage == "inspect":
-        return cli("inspect", model, "--target", CORE, "--json", "-")
+        return cli("inspect", model, *fixes, "--target", CORE, "--json", "-")
     if stage in ("ref", CORE):
         return [sys.executable, str(Path(__file__).resolve()), "--stage", stage, model]
     extra = ["--stateful"] if stateful and "--stateful" in flags.get(stage, set()) else []
     if stage == "validate":
-        return cli("validate", model, "--target", CORE, "--random", str(SAMPLES), "--json",
-                   str(workdir / "validate.json"), *extra)
-    return cli("bench", model, "--target", CORE, "--json", str(workdir / "bench.json"), *extra)
+        return cli("validate", model, *fixes, "--target", CORE, "--random", str(SAMPLES),
+                   "--json", str(workdir / "validate.json"), *extra)
+    return cli("bench", model, *fixes, "--target", CORE, "--json", str(workdir / "bench.json"),
+               *extra)
 
 
 def summarize(stage: str, proc: subprocess.CompletedProcess[str], workdir: Path) -> dict[str, Any]:

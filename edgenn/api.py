@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -12,11 +13,19 @@ from edgenn.errors import EdgennError
 from edgenn.ir import Graph
 
 
-def load_model(path: str | os.PathLike[str]) -> Graph:
-    """Import a ``.onnx`` or ``.tflite`` file into the IR, with the standard import passes."""
+def load_model(path: str | os.PathLike[str],
+               input_shapes: Mapping[str, Sequence[int]] | None = None,
+               input_values: Mapping[str, Any] | None = None) -> Graph:
+    """Import a ``.onnx`` or ``.tflite`` file into the IR, with the standard import passes.
+
+    ``input_shapes`` fixes the dynamic (symbolic) dimensions of the named inputs, e.g.
+    ``{"input": (1, 512)}``; a dynamic dimension left unfixed is taken as 1. ``input_values``
+    makes the named inputs constants of the given value (broadcast to the input's shape), e.g.
+    ``{"sr": 16000}``: they are no longer inputs of the graph, and what depends only on them
+    (an ``If`` on the sample rate) is evaluated at import."""
     from edgenn.frontends import load
 
-    return load(path)
+    return load(path, input_shapes=input_shapes, input_values=input_values)
 
 
 def quantize_model(

@@ -21,7 +21,14 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console
-from edgenn.cli.options import add_hidden_alias, add_json_option, add_timing_options, write_json
+from edgenn.cli.options import (
+    add_hidden_alias,
+    add_json_option,
+    add_model_input_options,
+    add_timing_options,
+    model_input_options,
+    write_json,
+)
 from edgenn.errors import EdgennError
 from edgenn.evaluate import bench_inputs
 from edgenn.fusion import fusion_options
@@ -32,6 +39,7 @@ STREAM_WARMUP = 8  # --stateful: invocations before the measured one
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="benchmark one inference: cost per layer, memory")
     p.add_argument("model")
+    add_model_input_options(p)
     p.add_argument("--target", required=True, choices=backend_names())
     p.add_argument("--clock-mhz", type=float, default=BenchSettings.clock_mhz,
                    help="clock for the ms column of a cycle-model target (a Cortex-M)")
@@ -52,7 +60,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     backend = get_backend(args.target)
     if args.pareto_plot and not backend.skip_in_firmware:
         raise EdgennError(f"--pareto-plot measures skip configurations in Cortex-M firmware; "

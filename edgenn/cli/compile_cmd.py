@@ -16,7 +16,7 @@ from edgenn.backends.host.backend import HostOptions
 from edgenn.backends.registry import get_backend
 from edgenn.backends.vta.backend import VtaOptions
 from edgenn.cli.console import console, table
-from edgenn.cli.options import add_flags, flag_values
+from edgenn.cli.options import add_flags, add_model_input_options, flag_values, model_input_options
 from edgenn.fusion import BEST_VARIANT, LAYER_BY_LAYER, FusionOptions
 from edgenn.skipping.options import SkipOptions
 
@@ -24,6 +24,7 @@ from edgenn.skipping.options import SkipOptions
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("compile", help="generate and build a bare-metal C project for a Cortex-M")
     p.add_argument("model", help="int8 .tflite (or a quantized graph)")
+    add_model_input_options(p)
     p.add_argument("--target", required=True, choices=tuple(CORES))
     p.add_argument("-o", "--output", required=True,
                    help="directory for the C library (and the application's ELF)")
@@ -108,7 +109,7 @@ def library_name(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     name = library_name(args)
     # why the cast: --target's choices are the Cortex-M cores, whose builds have an ELF
     exe = cast(CortexMExecutable, compile_model(

@@ -16,7 +16,12 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, progress
-from edgenn.cli.options import add_json_option, write_json
+from edgenn.cli.options import (
+    add_json_option,
+    add_model_input_options,
+    model_input_options,
+    write_json,
+)
 from edgenn.errors import DataError
 from edgenn.validate import (
     data_inputs,
@@ -30,6 +35,7 @@ from edgenn.validate import (
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("eval", help="classification accuracy on a data set")
     p.add_argument("model")
+    add_model_input_options(p)
     source = p.add_mutually_exclusive_group()
     source.add_argument("--dataset", choices=("mnist", "fashion-mnist"), default=None,
                         help="a named image data set (the default: mnist)")
@@ -54,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise DataError("--split is for --dataset; --data is evaluated whole (see --limit)")
     if args.limit is not None and args.limit < 0:
         raise DataError(f"--limit {args.limit}: give a sample count >= 0")
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     dataset = args.dataset or "mnist"
     split = args.split or "test"
     if args.data is not None:

@@ -12,13 +12,19 @@ from typing import Any
 from edgenn.api import load_model
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.console import console, table
-from edgenn.cli.options import add_json_option, write_json
+from edgenn.cli.options import (
+    add_json_option,
+    add_model_input_options,
+    model_input_options,
+    write_json,
+)
 from edgenn.inspection import add_target_costs, summary, target_kernels, unsupported_line
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("inspect", help="show a model's layers, MACs, parameters and arena plan")
     p.add_argument("model", help=".onnx or .tflite file")
+    add_model_input_options(p)
     add_json_option(p, "the analysis instead of the table", bare_means_stdout=True)
     p.add_argument("--planner", choices=("greedy", "linear"), default="greedy")
     p.add_argument("--target", choices=tuple(CORES), default=None,
@@ -28,7 +34,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     info = summary(graph, args.planner)
     target = args.target
     kernels: list[str | None] = []

@@ -90,3 +90,49 @@ def flag_values(args: argparse.Namespace, options: type) -> dict[str, Any]:
         values[name] = spec.parse(value) if spec.parse is not None and value is not None \
             else value
     return values
+
+
+def add_model_input_options(p: argparse.ArgumentParser) -> None:
+    """``--input-shape NAME=D0,D1,...`` and ``--input-value NAME=V[,V...]`` (repeatable): fix
+    a model input's dynamic dimensions, or make it a constant (``edgenn.api.load_model``'s
+    ``input_shapes`` / ``input_values``), for every command that loads a model."""
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="fix the dynamic (symbolic) dimensions of input NAME (ONNX); "
+                        "unfixed ones are taken as 1 (repeatable)")
+    p.add_argument("--input-value", action="append", default=[], metavar="NAME=V[,V...]",
+                   help="make input NAME a constant of this value (one number fills its "
+                        "shape), e.g. a sample rate an If branches on (ONNX; repeatable)")
+
+
+def model_input_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``load_model`` keywords from ``add_model_input_options``' flags (one-line errors)."""
+    from edgenn.errors import DataError
+
+    def parse(flag: str, items: list[str], kind: Any) -> dict[str, list[Any]]:
+        out: dict[str, list[Any]] = {}
+        for item in items:
+            name, sep, text = item.partition("=")
+            try:
+                if not sep or not name:
+                    raise ValueError
+                # why the empty case: ``NAME=`` is the shape of a scalar (rank 0)
+                out[name] = [kind(v) for v in text.split(",")] if text or kind is not int \
+                    else []
+            except ValueError:
+                raise DataError(f"{flag} {item!r}: expected NAME=" +
+                                ("D0,D1,... (integers)" if kind is int else "V[,V...]")) from None
+        return out
+
+    shapes = parse("--input-shape", getattr(args, "input_shape", []), int)
+    values: dict[str, Any] = {k: v[0] if len(v) == 1 else v for k, v in
+                              parse("--input-value", getattr(args, "input_value", []),
+                                    _number).items()}
+    return {"input_shapes": shapes or None, "input_values": values or None}
+
+
+def _number(text: str) -> int | float:
+    """An integer when the text is one (int64 values stay exact), else a float."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)

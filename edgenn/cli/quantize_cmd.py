@@ -11,7 +11,13 @@ from typing import Any
 
 from edgenn.api import load_model, quantize_model
 from edgenn.cli.console import console
-from edgenn.cli.options import STDOUT, add_json_option, write_json
+from edgenn.cli.options import (
+    STDOUT,
+    add_json_option,
+    add_model_input_options,
+    model_input_options,
+    write_json,
+)
 from edgenn.errors import EdgennError
 from edgenn.quantize import float_islands
 from edgenn.quantize.calibration_data import calibration_data
@@ -21,6 +27,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("quantize",
                        help="post-training int8 (or 16x8) quantization to a .tflite file")
     p.add_argument("model", help="float .onnx or .tflite model")
+    add_model_input_options(p)
     p.add_argument("--calib", required=True,
                    help="'mnist' (training digits of the house split) or an .npz with array 'x'")
     p.add_argument("-o", "--output", required=True, help="the .tflite file to write")
@@ -37,7 +44,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from edgenn.export import save_tflite
 
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     if args.calib_size <= 0:
         raise EdgennError("--calib-size must be positive")
     calib = calibration_data(graph, args.calib, args.calib_size)

@@ -23,6 +23,7 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, phase, progress
+from edgenn.cli.options import add_model_input_options, model_input_options
 from edgenn.ir import Graph
 from edgenn.ir.batch import Batch, read_batch
 from edgenn.validate import run_batched
@@ -35,6 +36,7 @@ _FORMS = {"sample": "one sample, inputs in their declared shape",
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("run", help="run a model on inputs from .npy / .npz / .csv files")
     p.add_argument("model")
+    add_model_input_options(p)
     p.add_argument("--input", required=True, action="append",
                    help="in the model's input dtype and declared shape (one sample) or with "
                         "a leading batch axis (.npy; .csv: the values of one sample, or one "
@@ -57,7 +59,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     xs = load_inputs(args.input, graph)
     # why before compiling: a wrong --output count or input shape is known now, not after a
     # long build

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.cli.console import console, err_console, table
-from edgenn.cli.options import add_json_option, add_timing_options, write_json
+from edgenn.cli.options import (
+    add_json_option,
+    add_model_input_options,
+    add_timing_options,
+    model_input_options,
+    write_json,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -22,6 +28,7 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser("tune", help="search kernels and thread schedules per layer (host)")
     p.add_argument("model")
+    add_model_input_options(p)
     p.add_argument("--strategy", choices=STRATEGIES, default="tpe",
                    help="grid (fixed order), random, or tpe (Bayesian, optuna; the default)")
     p.add_argument("--trials", type=int, default=200,
@@ -72,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from edgenn.tune.target import HostTarget
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     try:
         protocol = MeasureProtocol(args.warmup, args.repeats, args.flush_cache, args.max_ms,
                                    args.idle_ms)

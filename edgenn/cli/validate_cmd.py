@@ -21,7 +21,13 @@ from edgenn.cli.compile_cmd import (
     target_options,
 )
 from edgenn.cli.console import console, phase, progress, table
-from edgenn.cli.options import STDOUT, add_json_option, write_json
+from edgenn.cli.options import (
+    STDOUT,
+    add_json_option,
+    add_model_input_options,
+    model_input_options,
+    write_json,
+)
 from edgenn.errors import DataError
 from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
 
@@ -33,6 +39,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("validate", help="compare a target's outputs with the reference runtime "
                                         "and TFLite Micro")
     p.add_argument("model", help=".onnx or .tflite file")
+    add_model_input_options(p)
     p.add_argument("--target", required=True, choices=TARGETS)
     data = p.add_mutually_exclusive_group()
     data.add_argument("--data", default=None, metavar="X.npz",
@@ -63,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--random {args.random}: give at least one sample")
     if args.limit is not None and args.limit < 1:
         raise DataError(f"--limit {args.limit}: give at least one sample")
-    graph = load_model(args.model)
+    graph = load_model(args.model, **model_input_options(args))
     labels = None
     if args.data is not None:
         xs, labels = load_npz_data(args.data, graph)

@@ -36,7 +36,8 @@ class Context:
     """Mutable state of one import; converters call its methods, never touch the dicts."""
 
     def __init__(self, file: str, opset: int, consumers: dict[str, list[NodeProto]],
-                 graph_outputs: set[str]) -> None:
+                 graph_outputs: set[str], producers: dict[str, NodeProto] | None = None,
+                 graph_inputs: set[str] | None = None) -> None:
         self.file = file
         self.opset = opset
         self.tensors: dict[str, Tensor] = {}
@@ -49,6 +50,10 @@ class Context:
         self.quant_out: dict[str, QuantParams] = {}
         self.consumers = consumers
         self.graph_outputs = graph_outputs
+        # ONNX tensor name -> the node that computes it (subgraphs' nodes included), and the
+        # graph's inputs: to say which inputs a value depends on in an error message
+        self.producers = producers or {}
+        self.graph_inputs = graph_inputs or set()
         self.node: NodeProto | None = None
         self.quantized = False
         self._attrs: dict[str, Any] = {}

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto
 
-from edgenn.errors import EdgennError, GraphValidationError, ModelFormatError
+from edgenn.errors import (
+    EdgennError,
+    GraphValidationError,
+    ModelFormatError,
+    UnsupportedOperatorError,
+)
 from edgenn.frontends.onnx import (
     lift1d,
     ops,  # noqa: F401  (fills the converter table)
 )
 from edgenn.frontends.onnx.constfold import fold, foldable, to_array
 from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.control import CONTROL_FLOW, convert_if, subgraphs, walk
+from edgenn.frontends.onnx.fixinputs import assumed_ones, fix_inputs
 from edgenn.frontends.onnx.qdq import plan_node
 from edgenn.frontends.onnx.registry import CONVERTERS
 from edgenn.frontends.onnx.values import NCHW_TO_NHWC, NHWC_TO_NCHW, NLC_TO_NCL, ConstVal, Value
@@ -31,7 +39,9 @@ _ELEM_TYPES: dict[int, DType] = {
 }
 
 
-def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
+def load_onnx(data: bytes, name: str = "<bytes>",
+              input_shapes: Mapping[str, Sequence[int]] | None = None,
+              input_values: Mapping[str, Any] | None = None) -> Graph:
     """Import an ONNX model (float, or QDQ-quantized int8) into the IR.
 
     Rank-4 inputs and outputs declared NCHW are stored NHWC inside; ``Graph.external_perm``
@@ -39,11 +49,17 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
     inputs that feed a convolution, pooling or BatchNorm, and rank-3 outputs computed in the
     1-D channels-last layout, are [N, L, C] graph tensors with ``external_perm`` ``(0, 2, 1)``
     (the unit H axis of the [N, 1, L, C] layout is a Reshape inside).
+
+    ``input_shapes`` fixes dynamic input dimensions (others are taken as 1); ``input_values``
+    makes inputs constants (``edgenn.frontends.onnx.fixinputs``).
     """
     from edgenn.passes import standard_import_passes
 
-    model = _parse(data, name)
-    graph = _convert(model, name)
+    model = _parse(data, name, input_shapes, input_values)
+    try:
+        graph = _convert(model, name)
+    except EdgennError as err:
+        raise _with_assumed(err, model) from None
     try:
         # why before the passes: folding a batch-norm would spread a NaN weight into the conv
         check_constants(graph.tensors)
@@ -52,7 +68,21 @@ def load_onnx(data: bytes, name: str = "<bytes>") -> Graph:
         raise GraphValidationError(f"{name}: {err}") from None
 
 
-def _parse(data: bytes, file: str) -> ModelProto:
+def _with_assumed(err: EdgennError, model: ModelProto) -> EdgennError:
+    """A shape error in a model with dynamic input dimensions says which were taken as 1."""
+    assumed = assumed_ones(model)
+    text = str(err)
+    shape_like = not isinstance(err, UnsupportedOperatorError) or "shape" in text \
+        or "dimension" in text
+    if not assumed or not shape_like:
+        return err
+    shown = ", ".join(assumed[:4]) + (", ..." if len(assumed) > 4 else "")
+    return type(err)(f"{err} (dynamic input dimensions taken as 1: {shown}; fix them with "
+                     "--input-shape NAME=D0,D1,...)")
+
+
+def _parse(data: bytes, file: str, input_shapes: Mapping[str, Sequence[int]] | None = None,
+           input_values: Mapping[str, Any] | None = None) -> ModelProto:
     try:
         model = onnx.load_model_from_string(bytes(data))
     except (DecodeError, ValueError, TypeError, RuntimeError, UnicodeDecodeError) as err:
@@ -60,6 +90,8 @@ def _parse(data: bytes, file: str) -> ModelProto:
     if not model.HasField("graph") or not model.graph.node:
         raise ModelFormatError(f"{file}: the ONNX model has no graph (truncated or not ONNX)")
     _check_text(model.graph, file)
+    if input_shapes or input_values:
+        fix_inputs(model, file, input_shapes, input_values)
     try:
         # inference first: it also fills in output types that some exporters leave out
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
@@ -118,11 +150,14 @@ def _dims(vi: onnx.ValueInfoProto) -> list[int | None]:
 def _convert(model: ModelProto, file: str) -> Graph:
     g: GraphProto = model.graph
     consumers: dict[str, list[NodeProto]] = {}
-    for node in g.node:
+    producers: dict[str, NodeProto] = {}
+    for node in walk(list(g.node)):  # why subgraphs too: an inlined If branch reads these
         for name in node.input:
             if name:
                 consumers.setdefault(name, []).append(node)
-    ctx = Context(file, _opset(model), consumers, {o.name for o in g.output})
+        producers.update((o, node) for o in node.output if o)
+    ctx = Context(file, _opset(model), consumers, {o.name for o in g.output}, producers,
+                  {vi.name for vi in g.input})
 
     for init in g.initializer:
         ctx.set_const(init.name, ConstVal(to_array(ctx, init)))
@@ -131,11 +166,15 @@ def _convert(model: ModelProto, file: str) -> Graph:
     for vi in inputs:
         _add_input(ctx, vi, external_perm)
 
-    inferred = {vi.name: _dims(vi) for vi in list(g.value_info) + list(g.output)
+    inferred = {vi.name: _dims(vi) for vi in _value_infos(g)
                 if vi.type.tensor_type.HasField("shape")}
-    for node in g.node:
-        _convert_node(ctx, node)
+
+    def convert(node: NodeProto) -> None:
+        _convert_node(ctx, node, convert)
         _check_shapes(ctx, node, inferred)
+
+    for node in g.node:
+        convert(node)
 
     ctx.node = None
     ctx.quantized = False
@@ -187,7 +226,15 @@ def _add_input(ctx: Context, vi: onnx.ValueInfoProto, perm: dict[str, tuple[int,
         ctx.bind(vi.name, Value(ctx.nodes[-1].outputs[0], ncl=True))
 
 
-def _convert_node(ctx: Context, node: NodeProto) -> None:
+def _value_infos(g: GraphProto) -> list[onnx.ValueInfoProto]:
+    """The graph's value_info and outputs, then its subgraphs' (an outer name wins)."""
+    inner = [vi for node in walk(list(g.node)) for sub in subgraphs(node)
+             for vi in list(sub.value_info) + list(sub.output)]
+    return inner + list(g.value_info) + list(g.output)
+
+
+def _convert_node(ctx: Context, node: NodeProto,
+                  convert: Callable[[NodeProto], None] | None = None) -> None:
     ctx.begin(node, quantized=False)
     if node.domain not in ("", "ai.onnx"):
         raise ctx.fail(f"unsupported operator '{node.domain}.{node.op_type}'")
@@ -199,6 +246,9 @@ def _convert_node(ctx: Context, node: NodeProto) -> None:
         if bad is not None:
             raise ctx.malformed(f"attribute {attr.name} is {bad}")
     try:
+        if node.op_type in CONTROL_FLOW:
+            convert_if(ctx, node, convert or (lambda n: _convert_node(ctx, n)))
+            return
         if foldable(ctx, node):
             fold(ctx, node)
             return

@@ -27,7 +27,9 @@ def converter(*op_types: str) -> Callable[[Converter], Converter]:
 
 
 def supported_onnx_ops() -> list[str]:
-    """The ONNX operator types the importer understands."""
+    """The ONNX operator types the importer understands (If: its constant-condition form,
+    which the loader imports itself, ``control.py``)."""
     import edgenn.frontends.onnx.ops  # noqa: F401  (fills the table)
+    from edgenn.frontends.onnx.control import CONTROL_FLOW
 
-    return sorted(CONVERTERS)
+    return sorted(set(CONVERTERS) | CONTROL_FLOW)

@@ -8,6 +8,7 @@ Div                a, b                        activation  DIV / Div
 Maximum, Minimum   a, b                        -           MAXIMUM, MINIMUM / Max, Min
 SquaredDifference  a, b                        -           SQUARED_DIFFERENCE
 PRelu              x, alpha                    -           PRELU / PRelu
+Pow                x, exponent                 -           POW / Pow
 =================  ==========================  ==========  ================================
 
 Both inputs have the same element type, except PRelu on int16 whose alpha is int8 (TFLite's
@@ -34,6 +35,8 @@ define_op("Minimum", "element-wise minimum with broadcasting", (F32, I8, I16),
           tflite=("MINIMUM",), onnx=("Min",))
 define_op("SquaredDifference", "element-wise (a - b)^2 with broadcasting", (F32, I8, I16),
           tflite=("SQUARED_DIFFERENCE",))
+define_op("Pow", "element-wise power x ** exponent with broadcasting (float32)", (F32,),
+          tflite=("POW",), onnx=("Pow",))
 define_op("PRelu", "x where x >= 0, else alpha * x, with broadcasting", (F32, I8, I16),
           tflite=("PRELU",), onnx=("PRelu",))
 
@@ -45,7 +48,7 @@ def _broadcast_shape(node: Node, a: Tensor, b: Tensor) -> tuple[int, ...]:
         raise fail(node, f"cannot broadcast {list(a.shape)} with {list(b.shape)}") from None
 
 
-@register_shape("Sub", "Div", "Maximum", "Minimum", "SquaredDifference")
+@register_shape("Sub", "Div", "Maximum", "Minimum", "SquaredDifference", "Pow")
 def _binary(node: Node, inputs: list[Tensor | None]) -> Inferred:
     a, b = need(node, inputs, 0), need(node, inputs, 1)
     if a.dtype != b.dtype:

@@ -288,6 +288,17 @@ class Minimum(_Select):
         return np.where(a < b, a, b)
 
 
+@register("Pow", F32)
+class Pow(BinaryLayer):
+    """float32 only (TFLite's POW and ONNX's Pow on float); C's powf is what both call."""
+
+    types: ClassVar[tuple[DType, ...]] = (F32,)
+
+    def float_op(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):  # why: a negative base with a fractional exponent is NaN
+            return np.power(a, b)
+
+
 @register("SquaredDifference", F32, I8, I16)
 class SquaredDifference(BinaryLayer):
     def prepare(self, qa: QuantParams, qb: QuantParams, qo: QuantParams) -> None:

@@ -7,11 +7,12 @@ NHWC tensor (constants are broadcast-aligned the ONNX way, then permuted), else 
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import NodeProto
 
 from edgenn.frontends.onnx.context import Context
 from edgenn.frontends.onnx.registry import converter
-from edgenn.frontends.onnx.values import Value
+from edgenn.frontends.onnx.values import ConstVal, Value
 
 
 def emit_binary(ctx: Context, op: str, a: str, b: str, out: str | None,
@@ -46,6 +47,30 @@ def convert_max_min(ctx: Context, node: NodeProto) -> None:
             # why: the running result is an IR tensor without an ONNX name; bind one
             acc = f"{value.ir}:partial"
             ctx.bind(acc, value)
+
+
+@converter("Pow")
+def convert_pow(ctx: Context, node: NodeProto) -> None:
+    """``x ** y``: a constant exponent of 1 is the identity and 2 is ``x * x`` (which every
+    target runs, and is what onnxruntime computes for it); others are the IR's Pow."""
+    x, y = ctx.need(0), ctx.need(1)
+    # why the rank test: a scalar-like exponent of higher rank would broadcast x up
+    if ctx.is_const(y) and ctx.const_array(y).size == 1 and ctx.rank(y) <= ctx.rank(x):
+        e = float(ctx.const_array(y).reshape(()))
+        if e == 1.0:
+            ctx.alias(ctx.output(), x)
+            return
+        if e == 2.0:
+            emit_binary(ctx, "Mul", x, x, ctx.output())
+            return
+    if ctx.is_const(y):
+        y_ir = ctx.const_array(y)
+        if y_ir.dtype != np.float32:  # why: ONNX allows an integer exponent on a float base
+            ctx.set_const(y, ConstVal(y_ir.astype(np.float32)))
+    elif ctx.ir_tensor(y).dtype != ctx.ir_tensor(x).dtype:
+        raise ctx.fail(f"Pow with a {ctx.ir_tensor(y).dtype.value} exponent tensor on "
+                       f"{ctx.ir_tensor(x).dtype.value}")
+    emit_binary(ctx, "Pow", x, y, ctx.output())
 
 
 @converter("PRelu")

@@ -154,6 +154,12 @@ def convert_pad(ctx: Context, node: NodeProto) -> None:
              nhwc=v.nhwc, ncl=v.ncl)
 
 
+@converter("Size")
+def convert_size(ctx: Context, node: NodeProto) -> None:
+    ctx.set_const(ctx.output(), ConstVal(np.asarray(int(np.prod(ctx.onnx_shape(ctx.need(0)))),
+                                                    np.int64)))
+
+
 @converter("Shape")
 def convert_shape(ctx: Context, node: NodeProto) -> None:
     shape = np.asarray(ctx.onnx_shape(ctx.need(0)), np.int64)

@@ -1,5 +1,5 @@
 """TFLite converters of the element-wise binary operators: SUB, DIV, MAXIMUM, MINIMUM,
-SQUARED_DIFFERENCE and PRELU (ADD and MUL are in ``core.py``)."""
+SQUARED_DIFFERENCE, PRELU and POW (ADD and MUL are in ``core.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ _BINARY = {
     "MINIMUM": ("Minimum", False),
     "SQUARED_DIFFERENCE": ("SquaredDifference", False),
     "PRELU": ("PRelu", False),
+    "POW": ("Pow", False),
 }
 _BY_CODE = {int(getattr(OP, k)): v for k, v in _BINARY.items()}
 
