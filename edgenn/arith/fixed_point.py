@@ -69,6 +69,20 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     return q_fixed, shift
 
 
+def scale_ratio(num: tuple[float, ...], den: float) -> float:
+    """``prod(num) / den`` of float32 scales, each widened to double first.
+
+    Why double: the installed TFLite Micro (the oracle) evaluates every multiplier's scale
+    product and quotient in double (``cvtss2sd`` before ``mulsd`` / ``divsd`` in
+    ``GetQuantizedConvolutionMultipler``, ``PrepareSvdf``, ...), although the C++ source writes
+    some of them on floats; a float32 product can round to a neighbouring 31-bit multiplier.
+    """
+    real = 1.0
+    for s in num:
+        real *= float(np.float32(s))
+    return real / float(np.float32(den))
+
+
 def quantize_multipliers(reals: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     """``quantize_multiplier`` over an array (e.g. per-channel scales); int64 arrays back."""
     flat = np.asarray(reals, dtype=np.float64).ravel()

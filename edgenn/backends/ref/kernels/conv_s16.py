@@ -3,10 +3,10 @@
 As TFLite Micro's int16 ``ConvPerChannel`` / ``DepthwiseConvPerChannel`` /
 ``FullyConnected``: ``acc = sum(x * w)`` (no zero points: the scheme is symmetric), plus the
 bias, rescaled per output channel with the multiplier of ``in_scale * w_scale[c] /
-out_scale`` (double; FullyConnected with per-tensor weights takes the product in float32,
-as for int8), clamped to the fused activation's int16 range. The accumulator width follows
-the bias (``fixed_point_s16.S16Requant``). The sums are exact in float64 (|x * w| <= 2^22),
-so BLAS does the matmul; the geometry is the int8 / float layer's (``conv.Conv2D``).
+out_scale`` (in double, per-tensor FullyConnected weights included, as for int8), clamped
+to the fused activation's int16 range. The accumulator width follows the bias
+(``fixed_point_s16.S16Requant``). The sums are exact in float64 (|x * w| <= 2^22), so BLAS
+does the matmul; the geometry is the int8 / float layer's (``conv.Conv2D``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import quantize_multiplier
+from edgenn.arith.fixed_point import quantize_multiplier, scale_ratio
 from edgenn.backends.ref.kernels.common import (
     Operands,
     batch_chunks,
@@ -92,8 +92,7 @@ class FullyConnectedS16(Layer):
         if wq.per_channel and wq.scale.size > 1:
             self.mult, self.shift = channel_multipliers(self)
         else:
-            product = np.float32(xq.s) * np.float32(wq.scale[0])  # float32, as TFLite
-            m, s = quantize_multiplier(float(product) / float(np.float32(oq.s)))
+            m, s = quantize_multiplier(scale_ratio((xq.s, wq.scale[0]), oq.s))
             self.mult, self.shift = np.int64(m), np.int64(s)
         self.requant = S16Requant.build(self, self.const(2), self.co, self.mult, self.shift,
                                         self.outputs[0])

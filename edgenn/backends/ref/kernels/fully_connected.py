@@ -2,9 +2,9 @@
 
 int8 follows TFLite Micro: per-channel weights use ``FullyConnectedPerChannel`` with the
 multiplier ``in_scale * w_scale[c] / out_scale`` in double; per-tensor weights use
-``GetQuantizedConvolutionMultipler``, whose product ``in_scale * w_scale`` is taken in
-float32 before the double division. Both round twice (double-rounding build). The bias is
-optional.
+``GetQuantizedConvolutionMultipler``: ``in_scale * w_scale / out_scale`` with the float32
+scales widened to double before the product (the installed TFLM's build; a float32 product
+can give the neighbouring multiplier). The bias is optional.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from edgenn.arith.fixed_point import (
     activation_range_float,
     activation_range_quantized,
     quantize_multiplier,
+    scale_ratio,
 )
 from edgenn.backends.ref.kernels.common import (
     Operands,
@@ -56,8 +57,7 @@ class FullyConnected(Layer):
             if wq.per_channel and wq.scale.size > 1:
                 self.mult, self.shift = channel_multipliers(self)
             else:
-                product = np.float32(xq.s) * np.float32(wq.scale[0])  # float32, as TFLite
-                m, s = quantize_multiplier(float(product) / float(np.float32(oq.s)))
+                m, s = quantize_multiplier(scale_ratio((xq.s, wq.scale[0]), oq.s))
                 self.mult, self.shift = np.int64(m), np.int64(s)
             self.in_zp, self.out_zp = xq.zp, oq.zp
             self.lo, self.hi = activation_range_quantized(act, oq)

@@ -11,8 +11,9 @@ int8 (``EvalIntegerSvdfReference``): the feature product requantizes to the stat
 the state type, then the state zero point added with C's wrap-around (the TFLM this project
 checks against; later TFLM versions add it before the clamp); the time product subtracts the
 state zero point, and the int32 sum plus bias requantizes to int8 with ``effective_scale_2 =
-state_scale * wt_scale / out_scale`` (both products in float32, as TFLM). TFLM applies no
-activation on this path (only the int8 clamp): neither does edgenn. The state starts from the
+state_scale * wt_scale / out_scale`` (both: the float32 scales widened to double before the
+product and the quotient, as the installed TFLM's ``PrepareSvdf``). TFLM applies no activation
+on this path (only the int8 clamp): neither does edgenn. The state starts from the
 state input (graph state for a TFLite variable tensor); the optional second output is the new
 state, which the runtime keeps for the next invocation.
 """
@@ -28,6 +29,7 @@ from edgenn.arith.fixed_point import (
     activation_range_float,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    scale_ratio,
     wrap_int32,
 )
 from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
@@ -101,9 +103,10 @@ class Svdf(Layer):
         xq, wfq, wtq = (per_tensor(self, t, what) for t, what in
                         ((x, "input"), (wf, "weights_feature"), (wt, "weights_time")))
         sq, oq = per_tensor(self, state, "state"), per_tensor(self, out, "output")
-        # why float32: TFLM multiplies and divides the float scales before widening
-        scale_1 = float(np.float32(xq.s) * np.float32(wfq.s) / np.float32(sq.s))
-        scale_2 = float(np.float32(sq.s) * np.float32(wtq.s) / np.float32(oq.s))
+        # why double: the installed TFLM's PrepareSvdf widens the float scales before it
+        # multiplies and divides (its source writes float arithmetic)
+        scale_1 = scale_ratio((xq.s, wfq.s), sq.s)
+        scale_2 = scale_ratio((sq.s, wtq.s), oq.s)
         wf_data, wt_data, b = self.const(1), self.const(2), self.const(3)
         assert wf_data is not None and wt_data is not None
         info = np.iinfo(state.dtype.numpy)

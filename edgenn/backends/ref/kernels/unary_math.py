@@ -189,11 +189,12 @@ class HardSwish(UnaryLayer):
     def build_quantized(self) -> None:
         qi, qo = self.quant_pair()
         self.zp_in, self.zp_out = qi.zp, qo.zp
-        # why float32 throughout: the prepare computes these scales in float
-        hires_scale = np.float32(1.0 / 128.0) * np.float32(qi.s)
-        reluish_scale = np.float32(3.0) / np.float32(32768.0)
-        m_out, self.out_exp = quantize_multiplier(float(hires_scale / np.float32(qo.s)))
-        m_relu, self.relu_exp = quantize_multiplier(float(hires_scale / reluish_scale))
+        # why: the installed TFLM's prepare takes the hires scale in float32 (mulss) but
+        # widens it before both divisions (divsd), although its source divides floats
+        hires_scale = float(np.float32(1.0 / 128.0) * np.float32(qi.s))
+        reluish_scale = 3.0 / 32768.0  # exact in float32 and double
+        m_out, self.out_exp = quantize_multiplier(hires_scale / float(np.float32(qo.s)))
+        m_relu, self.relu_exp = quantize_multiplier(hires_scale / reluish_scale)
         self.m_out = downscale_multiplier_int16(m_out)
         self.m_relu = downscale_multiplier_int16(m_relu)
         if self.out_exp > 0:  # TFLM's prepare refuses it too
