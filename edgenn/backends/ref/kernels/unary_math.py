@@ -1,8 +1,9 @@
 """Element-wise unary math, float32 / int8 / int16, exactly as TFLite Micro.
 
 * LeakyRelu (``leaky_relu.cc``): two requantizations of ``x - zp_in``, by ``s_in / s_out``
-  for x >= 0 and by ``s_in * alpha / s_out`` (float32 products, as the prepare) below; a
-  negative alpha scales by ``|multiplier|`` and negates, as the current reference does.
+  for x >= 0 and by ``s_in * alpha / s_out`` below (the float32 scales widened to double, as
+  the installed TFLite Micro prepares them); a negative alpha scales by ``|multiplier|`` and
+  negates, as the current reference does.
 * HardSwish int8 (``hard_swish.h``): 16-bit fixed point; the input on a "hires" scale
   ``s_in / 128``, a "reluish" factor in [0, 1] from ``x / 3`` and the two int16 multipliers
   the prepare downscales from ``QuantizeMultiplier``; see ``_HardSwishInt8``.
