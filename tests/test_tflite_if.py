@@ -40,7 +40,10 @@ def _mul_options(b) -> int:  # type: ignore[no-untyped-def]
     return tflite.MulOptionsEnd(b)
 
 
-def _model(int8: bool, then_ops: tuple | None = None) -> bytes:  # type: ignore[type-arg]
+def _model(int8: bool, then_ops: tuple | None = None,  # type: ignore[type-arg]
+           scalar: bool = False) -> bytes:
+    """``scalar``: the condition is RESHAPEd to rank 0 first, as TF's converter writes it (a
+    layer that cannot take a batch on ref, a bool Reshape on Cortex-M)."""
     kind = INT8 if int8 else FLOAT32
     q = Q if int8 else {}
     if int8:
@@ -52,6 +55,9 @@ def _model(int8: bool, then_ops: tuple | None = None) -> bytes:  # type: ignore[
                T("zero", (1,), FLOAT32, np.zeros(1, np.float32)), T("cond", (1,), BOOL),
                T("y", (1, 4), kind, **q)]
     ops = [Op(OP.GREATER, [0, 2], [3]), Op(OP.IF, [3, 1], [4], if_options(1, 2))]
+    if scalar:
+        tensors.append(T("cond0", (), BOOL))
+        ops = [ops[0], Op(OP.RESHAPE, [3], [5]), Op(OP.IF, [5, 1], [4], if_options(1, 2))]
     then = then_ops or _branch(OP.ADD, add_k, int8)
     return build(tensors, ops, [0, 1], [4], subgraphs=[then, _branch(OP.MUL, mul_k, int8)])
 
@@ -72,14 +78,15 @@ def test_if_imports_as_where_over_both_branches() -> None:
     assert [n.op for n in graph.nodes] == ["Greater", "Add", "Mul", "Where"]
 
 
+@pytest.mark.parametrize("scalar", [False, True], ids=["cond1", "cond0"])
 @pytest.mark.parametrize("int8", [False, True], ids=["float32", "int8"])
 @pytest.mark.parametrize("target", ["ref", pytest.param("cortex-m4", marks=needs_arm)])
-def test_if_matches_tflm(int8: bool, target: str) -> None:
+def test_if_matches_tflm(int8: bool, target: str, scalar: bool) -> None:
     pytest.importorskip("tflite_micro")
     from edgenn.api import compile_model
     from edgenn.oracles.tflm import tflm_run
 
-    data = _model(int8)
+    data = _model(int8, scalar=scalar)
     xs = _inputs(int8)
     want = tflm_run(data, *xs)[0]
     got = compile_model(load_tflite(data, "if"), target).run(*xs)[0]
