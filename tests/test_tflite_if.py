@@ -115,3 +115,24 @@ def test_if_refuses_branches_that_disagree() -> None:
              [Op(OP.QUANTIZE, [0], [1])], [0], [1])
     with pytest.raises(UnsupportedOperatorError, match="branches must agree"):
         load_tflite(_model(False, other), "disagree")
+
+
+def test_if_refuses_a_branch_with_resource_variables() -> None:
+    """Running an untaken branch that assigns a variable would change the state."""
+    side = ([T("arg0", (1, 4)), T("h", (), 13), T("out", (1, 4))],
+            [Op(OP.VAR_HANDLE, [], [1]), Op(OP.ASSIGN_VARIABLE, [1, 0], []),
+             Op(OP.ABS, [0], [2])], [0], [2])
+    with pytest.raises(UnsupportedOperatorError, match="VAR_HANDLE") as err:
+        load_tflite(_model(False, side), "stateful_branch")
+    assert "\n" not in str(err.value)
+
+
+def test_if_condition_must_be_one_bool() -> None:
+    from edgenn.errors import ModelFormatError
+
+    tensors = [T("gate", (1, 2), FLOAT32), T("x", (1, 4)), T("y", (1, 4))]
+    ops = [Op(OP.IF, [0, 1], [2], if_options(1, 2))]
+    add = _branch(OP.ADD, ADD_K, False)
+    data = build(tensors, ops, [0, 1], [2], subgraphs=[add, add])
+    with pytest.raises(ModelFormatError, match="not a one-element bool"):
+        load_tflite(data, "cond")
