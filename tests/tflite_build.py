@@ -41,15 +41,20 @@ def _vec_offsets(b: flatbuffers.Builder, offsets: list[int]) -> int:
     return b.EndVector()
 
 
+Graph = tuple[list[T], list[Op], list[int], list[int]]  # tensors, ops, inputs, outputs
+
+
 def build(tensors: list[T], ops: list[Op], inputs: list[int], outputs: list[int],
-          buffer_offsets: dict[int, tuple[int, int]] | None = None) -> bytes:
-    """Serialize a one-subgraph model. Constant tensors get their own buffer;
-    ``buffer_offsets`` forces (offset, size) on buffer k (the large-model layout)."""
+          buffer_offsets: dict[int, tuple[int, int]] | None = None,
+          subgraphs: list[Graph] | None = None) -> bytes:
+    """Serialize a model: the main subgraph, then ``subgraphs`` (indices 1, 2, ...: an IF's
+    branches). Constant tensors get their own buffer; ``buffer_offsets`` forces (offset,
+    size) on buffer k (the large-model layout)."""
+    graphs: list[Graph] = [(tensors, ops, inputs, outputs), *(subgraphs or [])]
     b = flatbuffers.Builder(1024)
     # buffers: 0 is the empty sentinel
-    buf_index = []
     buffers: list[int] = []
-    datas = [None] + [t.data for t in tensors if t.data is not None]
+    datas = [None] + [t.data for g in graphs for t in g[0] if t.data is not None]
     for k, data in enumerate(datas):
         vec = None
         if data is not None:
@@ -61,10 +66,38 @@ def build(tensors: list[T], ops: list[Op], inputs: list[int], outputs: list[int]
             tflite.BufferAddOffset(b, buffer_offsets[k][0])
             tflite.BufferAddSize(b, buffer_offsets[k][1])
         buffers.append(tflite.BufferEnd(b))
+    codes: list[tuple[int, str]] = []
+    sub_offs = []
     k = 1
-    for t in tensors:
-        buf_index.append(k if t.data is not None else 0)
-        k += t.data is not None
+    for g_tensors, g_ops, g_inputs, g_outputs in graphs:
+        buf_index = []
+        for t in g_tensors:
+            buf_index.append(k if t.data is not None else 0)
+            k += t.data is not None
+        sub_offs.append(_subgraph(b, g_tensors, buf_index, g_ops, g_inputs, g_outputs, codes))
+    code_offs = []
+    for code, custom in codes:
+        cc = b.CreateString(custom) if custom else None
+        tflite.OperatorCodeStart(b)
+        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
+        tflite.OperatorCodeAddBuiltinCode(b, code)
+        if cc is not None:
+            tflite.OperatorCodeAddCustomCode(b, cc)
+        code_offs.append(tflite.OperatorCodeEnd(b))
+    subs = _vec_offsets(b, sub_offs)
+    cvec = _vec_offsets(b, code_offs)
+    bvec = _vec_offsets(b, buffers)
+    tflite.ModelStart(b)
+    tflite.ModelAddVersion(b, 3)
+    tflite.ModelAddOperatorCodes(b, cvec)
+    tflite.ModelAddSubgraphs(b, subs)
+    tflite.ModelAddBuffers(b, bvec)
+    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _subgraph(b: flatbuffers.Builder, tensors: list[T], buf_index: list[int], ops: list[Op],
+              inputs: list[int], outputs: list[int], codes: list[tuple[int, str]]) -> int:
     tensor_offs = []
     for t, bi in zip(tensors, buf_index, strict=True):
         name = b.CreateString(t.name)
@@ -86,7 +119,6 @@ def build(tensors: list[T], ops: list[Op], inputs: list[int], outputs: list[int]
         if q is not None:
             tflite.TensorAddQuantization(b, q)
         tensor_offs.append(tflite.TensorEnd(b))
-    codes: list[tuple[int, str]] = []
     op_offs = []
     for op in ops:
         key = (op.opcode, op.custom_code)
@@ -103,15 +135,6 @@ def build(tensors: list[T], ops: list[Op], inputs: list[int], outputs: list[int]
             tflite.OperatorAddBuiltinOptionsType(b, op.options[0])
             tflite.OperatorAddBuiltinOptions(b, opt)
         op_offs.append(tflite.OperatorEnd(b))
-    code_offs = []
-    for code, custom in codes:
-        cc = b.CreateString(custom) if custom else None
-        tflite.OperatorCodeStart(b)
-        tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-        tflite.OperatorCodeAddBuiltinCode(b, code)
-        if cc is not None:
-            tflite.OperatorCodeAddCustomCode(b, cc)
-        code_offs.append(tflite.OperatorCodeEnd(b))
     t_vec = _vec_offsets(b, tensor_offs)
     o_vec = _vec_offsets(b, op_offs)
     in_vec = b.CreateNumpyVector(np.asarray(inputs, np.int32))
@@ -121,17 +144,17 @@ def build(tensors: list[T], ops: list[Op], inputs: list[int], outputs: list[int]
     tflite.SubGraphAddOperators(b, o_vec)
     tflite.SubGraphAddInputs(b, in_vec)
     tflite.SubGraphAddOutputs(b, out_vec)
-    sub = tflite.SubGraphEnd(b)
-    subs = _vec_offsets(b, [sub])
-    cvec = _vec_offsets(b, code_offs)
-    bvec = _vec_offsets(b, buffers)
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, cvec)
-    tflite.ModelAddSubgraphs(b, subs)
-    tflite.ModelAddBuffers(b, bvec)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return tflite.SubGraphEnd(b)
+
+
+def if_options(then_index: int, else_index: int) -> tuple[int, Any]:
+    def make(b: flatbuffers.Builder) -> int:
+        tflite.IfOptionsStart(b)
+        tflite.IfOptionsAddThenSubgraphIndex(b, then_index)
+        tflite.IfOptionsAddElseSubgraphIndex(b, else_index)
+        return tflite.IfOptionsEnd(b)
+
+    return tflite.BuiltinOptions.IfOptions, make
 
 
 def softmax_options(beta: float) -> tuple[int, Any]:

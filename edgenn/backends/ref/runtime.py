@@ -55,26 +55,44 @@ class RefExecutable:
         """
         if self.graph.state and stateful:
             return self._run_rows(inputs, keep)
-        values = self._forward(inputs)
+        try:
+            values = self._forward(inputs)
+        except ShapeError:
+            # why: a layer that drops the batch axis (a Reshape to a scalar, as TFLite's IF
+            # condition is made) runs at its declared shape only: run the rows one by one
+            if self._rows(inputs) <= 1:
+                raise
+            return self._run_rows(inputs, keep, carry=False)
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in self.graph.outputs]
 
-    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool) -> list[np.ndarray]:
+    def _leads(self) -> list[int]:
+        g = self.graph
+        return [max(1, g.external_shape(n)[0]) if g.external_shape(n) else 1 for n in g.inputs]
+
+    def _rows(self, inputs: tuple[np.ndarray, ...]) -> int:
+        arrays = [np.asarray(x) for x in inputs]
+        return len(arrays[0]) // self._leads()[0] if arrays and arrays[0].ndim else 1
+
+    def _run_rows(self, inputs: tuple[np.ndarray, ...], keep: bool,
+                  carry: bool = True) -> list[np.ndarray]:
         """One invocation per row (a slice of the graph input's leading size, 1 for most
-        models), each continuing from the state the previous one left."""
+        models), each continuing from the state the previous one left (``carry``), or each
+        from the initial state."""
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
         arrays = [np.asarray(x) for x in inputs]
-        lead = [max(1, g.external_shape(n)[0]) if g.external_shape(n) else 1 for n in g.inputs]
-        rows = len(arrays[0]) // lead[0] if arrays and arrays[0].ndim else 1
+        lead = self._leads()
+        rows = self._rows(inputs)
         outs: list[list[np.ndarray]] = [[] for _ in g.outputs]
         for k in range(rows):
             row = tuple(x[k * d:(k + 1) * d] for x, d in zip(arrays, lead, strict=True))
-            values = self._forward(row, state=self.state)
-            self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
-                          for s in g.state}
+            values = self._forward(row, state=self.state if carry else None)
+            if carry:
+                self.state = {s.read: np.array(values[s.write]).reshape(s.init.shape)
+                              for s in g.state}
             if keep:
                 self.values = values
             for o, name in zip(outs, g.outputs, strict=True):

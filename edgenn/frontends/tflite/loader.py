@@ -7,7 +7,7 @@ import tflite
 from edgenn.errors import GraphValidationError, ModelFormatError, UnsupportedOperatorError
 from edgenn.frontends.tflite.builder import Builder
 from edgenn.frontends.tflite.float16 import fold_float16
-from edgenn.frontends.tflite.reader import RawModel, read_tflite
+from edgenn.frontends.tflite.reader import RawModel, RawOperator, read_tflite
 from edgenn.frontends.tflite.registry import converters
 from edgenn.ir import Graph
 from edgenn.ir.tflite_enums import OP, enum_name
@@ -28,6 +28,24 @@ def _type_note(raw: RawModel, inputs: tuple[int, ...]) -> str:
     return ""
 
 
+def convert_operator(b: Builder, op: RawOperator) -> None:
+    """Append the IR of one operator of the subgraph ``b`` is reading (the main one, or a
+    branch an IF inlines)."""
+    convert = converters().get(op.opcode)
+    if convert is None:
+        raise UnsupportedOperatorError(
+            f"{b.file}: node {b.op_name(op)!r}: unsupported operator "
+            f"{_op_type_name(op.opcode, op.custom_code)!r}{_type_note(b.raw, op.inputs)}"
+        )
+    for index in op.outputs:
+        if index >= 0 and 0 in b.raw.tensors[index].shape:
+            raise ModelFormatError(
+                f"{b.file}: node {b.op_name(op)!r}: output {b.names[index]!r} of "
+                f"{_op_type_name(op.opcode, op.custom_code)} has the empty shape "
+                f"{list(b.raw.tensors[index].shape)}")
+    convert(b, op)
+
+
 def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     """Import a TFLite model (its bytes; ``name`` is used in error messages and as graph name).
 
@@ -40,19 +58,7 @@ def load_tflite(data: bytes, name: str = "<bytes>") -> Graph:
     raw = fold_float16(read_tflite(bytes(data), name), name)
     b = Builder(raw, name)
     for op in raw.operators:
-        convert = converters().get(op.opcode)
-        if convert is None:
-            raise UnsupportedOperatorError(
-                f"{name}: node {b.op_name(op)!r}: unsupported operator "
-                f"{_op_type_name(op.opcode, op.custom_code)!r}{_type_note(raw, op.inputs)}"
-            )
-        for index in op.outputs:
-            if index >= 0 and 0 in raw.tensors[index].shape:
-                raise ModelFormatError(
-                    f"{name}: node {b.op_name(op)!r}: output {b.names[index]!r} of "
-                    f"{_op_type_name(op.opcode, op.custom_code)} has the empty shape "
-                    f"{list(raw.tensors[index].shape)}")
-        convert(b, op)
+        convert_operator(b, op)
     if not raw.inputs or not raw.outputs:
         raise ModelFormatError(f"{name}: the subgraph declares no inputs or no outputs")
     inputs = tuple(b.tensor(i).name for i in raw.inputs)

@@ -116,7 +116,15 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
                       kernel_name="edgenn_concat")
 
 
-register_kernel(PortableKernel("Reshape", "reshape", _movable, _reshape, TYPES))
+# why bool too: a Reshape is a byte copy, and TFLite reshapes comparison results (an IF's
+# condition to a scalar)
+def _reshapable(node: Node, graph: Graph) -> bool:
+    dts = {graph.tensor(n).dtype for n in (*node.inputs, *node.outputs) if n}
+    return same_types(node, graph) or dts == {DType.BOOL}
+
+
+register_kernel(PortableKernel("Reshape", "reshape", _reshapable, _reshape,
+                               (*TYPES, DType.BOOL)))
 register_kernel(PortableKernel("Transpose", "edgenn_transpose", _movable, _transpose, TYPES))
 register_kernel(PortableKernel("Pad", "edgenn_pad", _movable, _pad, TYPES))
 register_kernel(PortableKernel("Concat", "edgenn_concat", _movable, _concat, TYPES))
