@@ -79,7 +79,8 @@ class TransposeConv2D(Layer):
         else:
             weights = self.const(1)
             assert weights is not None
-            self.flo, self.fhi = activation_range_float(activation_of(self))
+            self.flo, self.fhi = activation_range_float(activation_of(self),
+                                                    self.finite_float_clamp)
             self.bias_f = None if bias is None else bias.astype(np.float32)
             self.dtype = np.float32
             w_mat = weights

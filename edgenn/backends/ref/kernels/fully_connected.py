@@ -69,7 +69,7 @@ class FullyConnected(Layer):
             )
             self.w_t = np.ascontiguousarray(w_int.T.astype(self.dtype))
         else:
-            self.flo, self.fhi = activation_range_float(act)
+            self.flo, self.fhi = activation_range_float(act, self.finite_float_clamp)
             self.w_t = np.ascontiguousarray(weights.T.astype(np.float32))
             self.bias_f = None if bias is None else bias.astype(np.float32)
 
