@@ -193,7 +193,7 @@ class HostExecutable:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = clock()
             cpu_start = time.thread_time_ns() if cpu is not None else 0
-            with ieee_arithmetic(layer):
+            with ieee_arithmetic(layer.outputs):
                 outs = layer.run(*args)
             if timings is not None:
                 timings.append(clock() - start)

@@ -8,7 +8,7 @@ arithmetic; ``train`` exists only for layers that learn on the device.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
@@ -62,16 +62,16 @@ class Layer:
         return t.data
 
 
-def ieee_arithmetic(layer: Layer) -> AbstractContextManager[object]:
-    """Where ``layer.run`` is called: for a float layer, numpy quiet about overflow, invalid
-    operations and division by zero.
+def ieee_arithmetic(outputs: Sequence[Tensor]) -> AbstractContextManager[object]:
+    """Around ``layer.run`` (given the layer's ``outputs``): for a float layer, numpy quiet
+    about overflow, invalid operations and division by zero.
 
     why: float layers follow IEEE arithmetic, as TFLite Micro and onnxruntime do: a sum beyond
     float32's range is inf, ``x * inf`` with x = 0 is NaN, and a model's +-inf constants take
     part in the sums; that is the output, not a warning on the user's terminal. Integer
     layers keep numpy's checks.
     """
-    if any(t.dtype is DType.FLOAT32 for t in layer.outputs):
+    if any(t.dtype is DType.FLOAT32 for t in outputs):
         return np.errstate(over="ignore", invalid="ignore", divide="ignore")
     return nullcontext()
 

@@ -97,7 +97,7 @@ class RefExecutable:
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
-            with ieee_arithmetic(layer):
+            with ieee_arithmetic(layer.outputs):
                 outs = layer.run(*args)
             if timings is not None:
                 timings.append(time.perf_counter() - start)
@@ -162,7 +162,7 @@ class RefExecutable:
             if layer.trainable:
                 results[layer.node.name] = layer.train(*args, labels=labels)
             if k < last:  # why: a later trainable layer may need this layer's output
-                with ieee_arithmetic(layer):
+                with ieee_arithmetic(layer.outputs):
                     outs = layer.run(*args)
                 for t, arr in zip(layer.outputs, outs, strict=True):
                     values[t.name] = arr

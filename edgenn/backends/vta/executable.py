@@ -125,7 +125,7 @@ class VtaExecutable(RefExecutable):
         for index, layer in enumerate(self.layers):
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
-            with ieee_arithmetic(layer):
+            with ieee_arithmetic(layer.outputs):
                 outs = layer.run(*args)
             elapsed_ms = 1e3 * (time.perf_counter() - start)
             records.append(self._record(index, layer, elapsed_ms, len(args[0]) if args else 1))

@@ -56,6 +56,8 @@ def channel_multipliers(layer: Layer, w_index: int = 1) -> tuple[Any, Any]:
 class Conv2D(Layer):
     """2-D convolution over NHWC input with [Cout, KH, KW, Cin/groups] weights."""
 
+    inside: np.ndarray | None = None  # ``_inside_taps`` where float weights are not finite
+
     def build(self) -> None:
         x, w = self.inputs[0], self.inputs[1]
         assert x is not None and w is not None
@@ -88,7 +90,6 @@ class Conv2D(Layer):
         # why: a padded tap is a zero in ``_accumulate``'s patches, and 0 * inf or 0 * NaN is
         # NaN where TFLite Micro skips the tap; weights that are not all finite take the
         # tap-by-tap sum that leaves the padded taps out (a float model's rare case)
-        self.inside = None
         if not self.int8 and any(self.pads) and not np.isfinite(w_mat).all():
             self.inside = self._inside_taps()
             self.w_taps = w_mat
