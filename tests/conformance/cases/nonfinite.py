@@ -70,6 +70,9 @@ CASES = [
          (f32((1, 6)), _c([INF, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 0, -INF, 1, 0, 0, 0], (3, 6)),
           _c([0.0, INF, NAN])), (f32((1, 3)),),
          ("FullyConnectedOptions", {"fused_activation_function": NONE})),
+    Case("BATCH_MATMUL", "float32_const_rhs_inf_nan",
+         (f32((1, 3, 4)), _c([1, 0, INF, 0, 2, 0, 0, -INF, 0, 0, NAN, 1], (4, 3))),
+         (f32((1, 3, 3)),), ("BatchMatMulOptions", {"adj_x": False, "adj_y": False})),
     # 3x3 filters with non-finite corner taps: TFLite Micro leaves a tap that falls on the
     # padding out of the sum, so the border outputs stay finite (0 * inf would be NaN), and
     # a direct sum adds an infinite product in where a Winograd transform would mix it
