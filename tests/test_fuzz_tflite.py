@@ -312,3 +312,18 @@ def test_transpose_conv_huge_stride_is_an_error(tmp_path: Path) -> None:
     op.options["StrideW"] = (1 << 31) - 1
     err = _error(tmp_path, model, "run")
     assert "strides" in err and "far past the declared output" in err, err
+
+
+@pytest.mark.parametrize("value", [np.nan, 1.5])
+def test_float_bias_of_an_int8_conv_is_an_error(tmp_path: Path, value: float) -> None:
+    # was: "RuntimeWarning: invalid value encountered in cast" (a NaN bias cast to int64)
+    # once non-finite float data imported; TFLite Micro takes an int32 bias only
+    model = _seed("conv2_int8.tflite")
+    sg = model.subgraphs[0]
+    op = next(o for o in sg.operators if len(o.inputs) > 2 and o.inputs[2] >= 0)
+    bias = sg.tensors[op.inputs[2]]
+    count = len(model.buffers[bias.buffer]) // 4
+    model.buffers[bias.buffer] = np.full(count, value, np.float32).tobytes()
+    bias.type = 0  # FLOAT32
+    err = _error(tmp_path, model, "run")
+    assert "needs an int32 bias, got float32" in err, err

@@ -23,6 +23,7 @@ from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
     exact_matmul_dtype,
+    int_bias,
     pad_hw,
     per_tensor,
     quant_of,
@@ -77,7 +78,7 @@ class Conv2D(Layer):
             self.lo, self.hi = activation_range_quantized(act, self.outputs[0].quant)  # type: ignore[arg-type]
             wq = quant_of(self, w, "weight")
             w_int = weights.astype(np.int64) - wq.zero_point.reshape(-1, 1, 1, 1)
-            self.bias_int = np.zeros(self.co, np.int64) if bias is None else bias.astype(np.int64)
+            self.bias_int = int_bias(self, bias, self.co)
             max_x = max(127 - self.in_zp, self.in_zp + 128)
             depth = self.kh * self.kw * self.cig
             self.dtype: Any = exact_matmul_dtype(depth, max_x, int(np.abs(w_int).max(initial=0)))
