@@ -157,10 +157,17 @@ def test_float16_dequantize_shape_mismatch_and_short_buffer() -> None:
         load_tflite(_fp16_add(FLOAT16, buffer=np.zeros(3, np.float16)), "short")
 
 
-def test_non_finite_float16_weight_is_refused() -> None:
-    w = np.array([1, np.inf, 0, 2], np.float16)
-    with pytest.raises(ModelFormatError, match="'w' holds non-finite values"):
-        load_tflite(_fp16_add(FLOAT16, buffer=w), "inf")
+@pytest.mark.parametrize("target", ["ref", "host"])
+def test_non_finite_float16_weight_runs_as_litert(target: str) -> None:
+    """Was refused ("holds non-finite values"): +-inf and NaN are float16 data LiteRT runs
+    (an ADD without activation clamps inf to FLT_MAX, NaN passes)."""
+    data = _fp16_add(FLOAT16, buffer=np.array([1, np.inf, np.nan, -np.inf], np.float16))
+    graph = load_tflite(data, "inf")
+    x = _inputs((1, 4), 5, seed=3)
+    want = _litert(data, x)
+    flt_max = np.finfo(np.float32).max
+    assert np.isnan(want[:, 2]).all() and (np.abs(want[:, [1, 3]]) == flt_max).all()
+    np.testing.assert_array_equal(compile_model(graph, target).run(x)[0], want)
 
 
 def test_cli_quantizes_a_float16_model(tmp_path: Path,

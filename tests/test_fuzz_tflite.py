@@ -223,17 +223,27 @@ def _first_const(model: FbModel, type_code: int) -> int:
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
-def test_non_finite_weights_name_the_tensor(tmp_path: Path, value: float) -> None:
-    # was: numpy "RuntimeWarning: invalid value encountered in matmul" before the result
+def test_non_finite_weights_run_as_tflite_micro(tmp_path: Path, value: float) -> None:
+    # was: numpy "RuntimeWarning: invalid value encountered in matmul", then a refusal
+    # ("holds non-finite values"); +-inf and NaN are float data TFLite Micro computes with
+    pytest.importorskip("tflite_micro")
+    from edgenn.api import compile_model
+    from edgenn.oracles.tflm import tflm_run
+
     model = _seed("lstm_mnist_float.tflite")
     index = _first_const(model, 0)
     t = model.subgraphs[0].tensors[index]
     data = np.frombuffer(model.buffers[t.buffer], np.float32).copy()
     data[len(data) // 2] = value
     model.buffers[t.buffer] = data.tobytes()
-    for command in ("inspect", "run"):
-        err = _error(tmp_path, model, command)
-        assert f"tensor {t.name!r} holds non-finite values" in err, err
+    results = {cmd: (o, text) for cmd, o, text in check_file(pack(model), tmp_path)}
+    assert all(o is Outcome.OK for o, _ in results.values()), results  # no warning line
+    graph = load_tflite(pack(model), "mutant")
+    x = np.random.default_rng(0).standard_normal(
+        (2, *graph.tensor(graph.inputs[0]).shape[1:])).astype(np.float32)
+    want = tflm_run(pack(model), x)[0]
+    np.testing.assert_allclose(compile_model(graph).run(x)[0], want, rtol=1e-5, atol=1e-6,
+                               equal_nan=True)
 
 
 @pytest.mark.parametrize("seed", ["conv2_int8.tflite", "mbv3_int16.tflite"])
@@ -302,3 +312,18 @@ def test_transpose_conv_huge_stride_is_an_error(tmp_path: Path) -> None:
     op.options["StrideW"] = (1 << 31) - 1
     err = _error(tmp_path, model, "run")
     assert "strides" in err and "far past the declared output" in err, err
+
+
+@pytest.mark.parametrize("value", [np.nan, 1.5])
+def test_float_bias_of_an_int8_conv_is_an_error(tmp_path: Path, value: float) -> None:
+    # was: "RuntimeWarning: invalid value encountered in cast" (a NaN bias cast to int64)
+    # once non-finite float data imported; TFLite Micro takes an int32 bias only
+    model = _seed("conv2_int8.tflite")
+    sg = model.subgraphs[0]
+    op = next(o for o in sg.operators if len(o.inputs) > 2 and o.inputs[2] >= 0)
+    bias = sg.tensors[op.inputs[2]]
+    count = len(model.buffers[bias.buffer]) // 4
+    model.buffers[bias.buffer] = np.full(count, value, np.float32).tobytes()
+    bias.type = 0  # FLOAT32
+    err = _error(tmp_path, model, "run")
+    assert "needs an int32 bias, got float32" in err, err

@@ -291,15 +291,27 @@ def activation_range(act: Activation, quant: QuantParams, dtype: DType) -> tuple
     return qmin, qmax
 
 
-def activation_range_float(act: Activation) -> tuple[float, float]:
-    """The real clamp of a fused activation."""
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def activation_range_float(act: Activation, finite: bool = False) -> tuple[float, float]:
+    """The real clamp of a fused activation.
+
+    ``finite``: TFLite's ``CalculateActivationRange``, whose open bounds are float's
+    ``lowest()`` / ``max()``, so a float layer of a TFLite model gives +-FLT_MAX where the sum
+    is +-inf (``x + inf`` is FLT_MAX in TFLite Micro); otherwise the bounds are +-inf
+    (onnxruntime's layers do not clamp).
+    """
+    lo, hi = -math.inf, math.inf
     if act is Activation.RELU:
-        return 0.0, math.inf
-    if act is Activation.RELU6:
-        return 0.0, 6.0
-    if act is Activation.RELU_N1_TO_1:
-        return -1.0, 1.0
-    return -math.inf, math.inf
+        lo = 0.0
+    elif act is Activation.RELU6:
+        lo, hi = 0.0, 6.0
+    elif act is Activation.RELU_N1_TO_1:
+        lo, hi = -1.0, 1.0
+    if finite:
+        lo, hi = max(lo, -FLOAT32_MAX), min(hi, FLOAT32_MAX)
+    return lo, hi
 
 
 # -- gemmlowp logistic and tanh (int32 raw values) ------------------------------------------------

@@ -1,11 +1,12 @@
 """Value checks on a graph's constants and quantization, shared by every frontend.
 
 Shape inference (``ir/shapes.py``, ``ir/opdefs/``) checks shapes and attributes; these check
-the numbers a hostile or broken file can carry: non-finite float weights, quantization
-scales that are zero, negative or non-finite, and NaN / infinite float attributes (a LeakyRelu
-alpha, a normalization epsilon, Clip bounds, ...). Each would otherwise surface far from its
-cause as a numpy warning, an ``inf`` activation range during calibration or a division by zero
-in a kernel; here it is one error naming the tensor, or the node and the attribute.
+the numbers a hostile or broken file can carry: quantization scales that are zero, negative or
+non-finite, and NaN / infinite float attributes (a LeakyRelu alpha, a normalization epsilon,
+Clip bounds, ...). Each would otherwise surface far from its cause as a numpy warning, an
+``inf`` activation range during calibration or a division by zero in a kernel; here it is one
+error naming the tensor, or the node and the attribute. Non-finite float *constants* are data
+(TFLite Micro computes with them) and pass.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ from edgenn.ir.tensor import Tensor
 
 
 def check_constants(tensors: Mapping[str, Tensor]) -> None:
-    """Raise ``GraphValidationError`` naming the first tensor whose float data is not finite
-    or whose quantization scale is not a positive finite number."""
+    """Raise ``GraphValidationError`` naming the first tensor whose quantization scale is not
+    a positive finite number.
+
+    why not the float data: +-inf and NaN are values a float model computes with (an
+    unbounded MINIMUM clip, a -inf attention mask), as TFLite Micro and onnxruntime run them;
+    what needs finite numbers checks them where it computes (a folded batch-norm, the
+    quantizer's ranges).
+    """
     for name, t in tensors.items():
-        if t.data is not None and np.issubdtype(t.data.dtype, np.floating) and t.data.size \
-                and not np.isfinite(t.data).all():
-            bad = t.data[~np.isfinite(t.data)].reshape(-1)[0]
-            raise GraphValidationError(f"constant tensor {name!r} holds non-finite values "
-                                       f"({bad} among its {t.data.size} elements)")
         if t.quant is not None:
             scale = t.quant.scale
             if scale.size and not (np.isfinite(scale).all() and (scale > 0).all()):

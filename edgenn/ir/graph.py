@@ -82,6 +82,17 @@ class Graph:
         the state writes."""
         return (*self.outputs, *(s.write for s in self.state))
 
+    @property
+    def finite_float_clamp(self) -> bool:
+        """Whether float layers clamp their fused activation's open bounds to +-FLT_MAX.
+
+        why the file's format: TFLite's float kernels clamp every fused activation, none
+        included, to [lowest(), max()] (TFLite Micro's ``x + inf`` is FLT_MAX) while
+        onnxruntime's layers do not clamp (its ``x + inf`` is inf); each backend computes
+        what the runtime of the model's own format computes.
+        """
+        return self.metadata.get("format") == "tflite"
+
     def state_bytes(self) -> int:
         """Bytes of state kept between invocations (at batch 1)."""
         return sum(self.tensor(s.read).nbytes for s in self.state)

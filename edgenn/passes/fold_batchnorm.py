@@ -2,14 +2,17 @@
 
 y = (conv(x) - mean) * gamma / sqrt(var + eps) + beta is a convolution with weights scaled
 per output channel by s = gamma / sqrt(var + eps) and bias (b - mean) * s + beta. A BatchNorm
-after anything else (or after a layer with other consumers) stays a BatchNorm node.
+after anything else (or after a layer with other consumers) stays a BatchNorm node, and so
+does one whose folded weights or bias would not all be finite float32 numbers: an infinite
+weight or parameter, or a product beyond float32's range, makes the folded layer compute inf
+or NaN where the two layers give a finite number (``3e38 * 2`` is inf in the weights, while
+the convolution's sum times 2 can be finite).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from edgenn.errors import GraphValidationError
 from edgenn.ir import Activation, DType, Graph, Node, Tensor
 from edgenn.passes.rewrite import fresh_name, single_consumer
 
@@ -33,37 +36,43 @@ def _foldable(graph: Graph, bn: Node) -> Node | None:
 
 def fold_batchnorm(graph: Graph) -> Graph:
     """Fold every foldable float BatchNorm; returns a new graph."""
+    kept: set[str] = set()  # BatchNorms whose folded values would not be finite
     while True:
         for bn in graph.nodes:
-            if bn.op != "BatchNorm":
+            if bn.op != "BatchNorm" or bn.name in kept:
                 continue
             layer = _foldable(graph, bn)
-            if layer is not None:
-                graph = _fold(graph, layer, bn)
-                break
+            if layer is None:
+                continue
+            folded = _fold(graph, layer, bn)
+            if folded is None:
+                kept.add(bn.name)
+                continue
+            graph = folded
+            break
         else:
             return graph
 
 
-def _fold(graph: Graph, layer: Node, bn: Node) -> Graph:
+def _fold(graph: Graph, layer: Node, bn: Node) -> Graph | None:
+    """``graph`` with ``bn`` folded into ``layer``; None when a folded value would not be a
+    finite float32."""
     gamma, beta, mean, var = (np.asarray(graph.tensor(n).data, np.float64) for n in bn.inputs[1:5])
     eps = float(bn.attr("epsilon", 1e-5))
-    s = gamma / np.sqrt(var + eps)
     w = graph.tensor(layer.inputs[1])
     assert w.data is not None
     co = w.shape[0]
     b_old = np.zeros(co)
     if len(layer.inputs) > 2 and layer.inputs[2]:
         b_old = np.asarray(graph.tensor(layer.inputs[2]).data, np.float64)
-    w_data = (w.data.astype(np.float64) * s.reshape((co,) + (1,) * (w.data.ndim - 1)))
-    b_data = (b_old - mean) * s + beta
+    # why quiet: an infinite input gives inf or NaN here, and then the BatchNorm is kept
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        s = gamma / np.sqrt(var + eps)
+        w_data = (w.data.astype(np.float64) * s.reshape((co,) + (1,) * (w.data.ndim - 1)))
+        b_data = (b_old - mean) * s + beta
     limit = float(np.finfo(np.float32).max)
-    for what, folded in (("weights", w_data), ("bias", b_data)):
-        if folded.size and not np.abs(folded).max() <= limit:
-            # why an error: the float32 cast would make them inf (and warn on the terminal)
-            raise GraphValidationError(
-                f"folding batch-norm {bn.name!r} into {layer.name!r} gives {what} beyond "
-                f"float32's range (largest magnitude {np.abs(folded).max():.3g})")
+    if any(folded.size and not np.abs(folded).max() <= limit for folded in (w_data, b_data)):
+        return None
     w_name = fresh_name(graph, w.name + ":bn")
     b_name = fresh_name(graph, (layer.inputs[2] if len(layer.inputs) > 2 and layer.inputs[2]
                                 else layer.name + ".bias") + ":bn")

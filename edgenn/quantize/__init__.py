@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.errors import EdgennError, ShapeError
-from edgenn.ir import DType, Graph, QuantParams
+from edgenn.ir import DType, Graph, Node, QuantParams
 from edgenn.quantize import rules, scheme
 from edgenn.quantize.calibrate import calibration_inputs, collect
 from edgenn.quantize.islands import FloatIsland, float_islands, float_reason, quantized_ops
@@ -77,6 +77,7 @@ def quantize(
 
     int8_ops = quantized_ops(act)
     int8_nodes = [n for n in graph.nodes if float_reason(graph, n, int8_ops, act) is None]
+    _check_finite_constants(graph, int8_nodes)
     observer_opts = {k: options[k] for k in ("percentile", "bins", "max_samples") if k in options}
     # why: only float tensors get parameters; integer ones (indices) pass unchanged
     observers = {name: Observer("minmax") for name in graph.inputs
@@ -108,6 +109,25 @@ def quantize(
     params = scheme.activation_ranges(graph, ranges, int8_nodes,
                                       bool(options.get("skippable_blocks", True)), act)
     return build_int8_graph(graph, params, {n.name for n in int8_nodes}, method, act)
+
+
+def _check_finite_constants(graph: Graph, nodes: Sequence[Node]) -> None:
+    """One error naming the first float constant of a node to be quantized that holds an
+    infinity or NaN: int8 and int16 have neither, and a range reaching one has no scale.
+
+    why before calibration: the weight, not an activation computed from it, is the cause
+    (a float graph runs such constants as TFLite Micro does; only quantizing them fails)."""
+    for node in nodes:
+        for t in graph.node_inputs(node):
+            if t is None or t.data is None or t.dtype is not DType.FLOAT32 or not t.data.size:
+                continue
+            bad = t.data[~np.isfinite(t.data)]
+            if bad.size:
+                raise EdgennError(
+                    f"graph {graph.name!r}: node {node.name!r} ({node.op}): constant "
+                    f"{t.name!r} holds {bad.size} non-finite value(s) ({float(bad[0])}); a "
+                    "non-finite constant cannot be quantized (replace it with a finite bound "
+                    "or keep the model in float)")
 
 
 def _io_params(graph: Graph, name: str) -> tuple[QuantParams, DType]:

@@ -51,8 +51,14 @@ class _Lowering:
         if len(consts) != 4 or any(c is None for c in consts):
             return None  # computed statistics: the node stays as it is (a float island)
         scale, bias, mean, var = (np.asarray(c, np.float64) for c in consts)
-        a = scale / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
-        b = bias - mean * a
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            a = scale / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
+            b = bias - mean * a
+        limit = float(np.finfo(np.float32).max)
+        if not (np.abs(a) <= limit).all() or not (np.abs(b) <= limit).all():
+            # why: an int8 Mul / Add cannot hold inf or NaN; the reference BatchNorm computes
+            # them as onnxruntime does, in float
+            return None
         x, y = node.inputs[0], node.outputs[0]
         scaled = self.intermediate(f"{node.name}/scaled", y)
         return [

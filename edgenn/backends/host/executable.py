@@ -31,7 +31,7 @@ from edgenn.backends.host.selection import LayerChoice, Selector
 from edgenn.backends.host.threadpool import Dispatch, TaskStats, address, release_caller
 from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
-from edgenn.backends.ref.layer import Layer
+from edgenn.backends.ref.layer import Layer, ieee_arithmetic
 from edgenn.backends.ref.runtime import state_values
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
@@ -193,7 +193,8 @@ class HostExecutable:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = clock()
             cpu_start = time.thread_time_ns() if cpu is not None else 0
-            outs = layer.run(*args)
+            with ieee_arithmetic(layer.outputs):
+                outs = layer.run(*args)
             if timings is not None:
                 timings.append(clock() - start)
             if cpu is not None:

@@ -8,7 +8,8 @@ arithmetic; ``train`` exists only for layers that learn on the device.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +34,8 @@ class Layer:
         self.node = node
         self.inputs: list[Tensor | None] = graph.node_inputs(node)
         self.outputs: list[Tensor] = graph.node_outputs(node)
+        # TFLite's float layers clamp to +-FLT_MAX without an activation (``float_range``)
+        self.finite_float_clamp = graph.finite_float_clamp
         self.build()
 
     def build(self) -> None:
@@ -57,6 +60,20 @@ class Layer:
                 f"{self.node}: input {t.name!r} must be a constant for this operator"
             )
         return t.data
+
+
+def ieee_arithmetic(outputs: Sequence[Tensor]) -> AbstractContextManager[object]:
+    """Around ``layer.run`` (given the layer's ``outputs``): for a float layer, numpy quiet
+    about overflow, invalid operations and division by zero.
+
+    why: float layers follow IEEE arithmetic, as TFLite Micro and onnxruntime do: a sum beyond
+    float32's range is inf, ``x * inf`` with x = 0 is NaN, and a model's +-inf constants take
+    part in the sums; that is the output, not a warning on the user's terminal. Integer
+    layers keep numpy's checks.
+    """
+    if any(t.dtype is DType.FLOAT32 for t in outputs):
+        return np.errstate(over="ignore", invalid="ignore", divide="ignore")
+    return nullcontext()
 
 
 _REGISTRY: dict[tuple[str, DType], type[Layer]] = {}

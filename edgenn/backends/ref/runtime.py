@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,9 +11,9 @@ import numpy as np
 import edgenn.backends.ref.kernels  # noqa: F401  (registers every layer)
 from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.ref.bench_report import ref_report
-from edgenn.backends.ref.layer import Layer, layer_class
+from edgenn.backends.ref.layer import Layer, ieee_arithmetic, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
-from edgenn.ir import DType, Graph
+from edgenn.ir import Graph
 from edgenn.ir.batch import first_sample, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.memory import MemoryPlan, plan_graph, state_area_bytes
@@ -116,11 +115,7 @@ class RefExecutable:
         for layer in self.layers:
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
-            # why: float layers follow IEEE arithmetic, as TFLite and onnxruntime do: a sum
-            # beyond float32's range is inf (and inf - inf NaN) in the output, not a warning
-            # on the user's terminal; integer layers keep numpy's checks
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore") if any(
-                    t.dtype == DType.FLOAT32 for t in layer.outputs) else nullcontext():
+            with ieee_arithmetic(layer.outputs):
                 outs = layer.run(*args)
             if timings is not None:
                 timings.append(time.perf_counter() - start)
@@ -185,7 +180,9 @@ class RefExecutable:
             if layer.trainable:
                 results[layer.node.name] = layer.train(*args, labels=labels)
             if k < last:  # why: a later trainable layer may need this layer's output
-                for t, arr in zip(layer.outputs, layer.run(*args), strict=True):
+                with ieee_arithmetic(layer.outputs):
+                    outs = layer.run(*args)
+                for t, arr in zip(layer.outputs, outs, strict=True):
                     values[t.name] = arr
         return results
 

@@ -19,6 +19,7 @@ import numpy as np
 from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.executable import refuse_state
 from edgenn.backends.ref import RefExecutable, compile_ref
+from edgenn.backends.ref.layer import ieee_arithmetic
 from edgenn.backends.ref.runtime import state_values
 from edgenn.backends.vta.bench_report import vta_report
 from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
@@ -124,7 +125,8 @@ class VtaExecutable(RefExecutable):
         for index, layer in enumerate(self.layers):
             args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             start = time.perf_counter()
-            outs = layer.run(*args)
+            with ieee_arithmetic(layer.outputs):
+                outs = layer.run(*args)
             elapsed_ms = 1e3 * (time.perf_counter() - start)
             records.append(self._record(index, layer, elapsed_ms, len(args[0]) if args else 1))
             for t, arr in zip(layer.outputs, outs, strict=True):

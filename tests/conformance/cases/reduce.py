@@ -179,6 +179,10 @@ _BMM = [
     _bmm("float_rank3", f32((1, 4, 6)), f32((1, 6, 3)), f32((1, 4, 3))),
     _bmm("float_adj_x_broadcast", f32((1, 2, 5, 3)), f32((1, 5, 4)), f32((1, 2, 3, 4)),
          adj_x=True),
+    # a spectrogram's mel filter bank: one frame of bins times a constant [bins, mels] matrix
+    _bmm("float_rank4_by_const_rank2", f32((1, 1, 2, 20), (0.0, 4.0)),
+         const(np.random.default_rng(3).uniform(0, 1, (20, 7)).astype(np.float32)),
+         f32((1, 1, 2, 7))),
 ]
 
 CASES: list[Case] = [*_REDUCE, *_ARG, *_CUMSUM, *_L2, *_RESIZE, *_BMM]

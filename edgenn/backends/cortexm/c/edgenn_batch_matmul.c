@@ -1,4 +1,5 @@
-/* Portable BATCH_MATMUL, bit-exact with TFLite Micro's reference_ops::BatchMatMul. */
+/* Portable BATCH_MATMUL, bit-exact with TFLite Micro's reference_ops::BatchMatMul (float32:
+ * each sum from 0 over the depth in order, as TFLite Micro's, so it rounds the same). */
 #include "edgenn_batch_matmul.h"
 
 #include "edgenn_fixed_point.h"
@@ -48,6 +49,27 @@ void edgenn_batch_matmul_s16(const int16_t *a, const int16_t *b, int16_t *out,
                 /* TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...): one rounding */
                 const int64_t scaled = (acc * reduced_mult + round) >> total_shift;
                 *out++ = (int16_t)edgenn_clamp((int32_t)scaled + out_zp, -32768, 32767);
+            }
+        }
+    }
+}
+
+void edgenn_batch_matmul_f32(const float *a, const float *b, float *out, int32_t batches,
+                             const int32_t *a_off, const int32_t *b_off, int32_t m, int32_t n,
+                             int32_t k, int32_t adj_x, int32_t adj_y)
+{
+    const int32_t a_row = adj_x ? 1 : k, a_dep = adj_x ? m : 1;
+    const int32_t b_col = adj_y ? k : 1, b_dep = adj_y ? 1 : n;
+    for (int32_t bt = 0; bt < batches; bt++) {
+        const float *pa = a + a_off[bt];
+        const float *pb = b + b_off[bt];
+        for (int32_t i = 0; i < m; i++) {
+            for (int32_t j = 0; j < n; j++) {
+                float acc = 0.0f; /* BATCH_MATMUL has no fused activation: no clamp */
+                for (int32_t d = 0; d < k; d++) {
+                    acc += pa[i * a_row + d * a_dep] * pb[j * b_col + d * b_dep];
+                }
+                *out++ = acc;
             }
         }
     }

@@ -1,4 +1,4 @@
-/* Portable int8 / int16 BATCH_MATMUL, bit-exact with TFLite Micro. */
+/* Portable int8 / int16 / float32 BATCH_MATMUL, as TFLite Micro computes it. */
 #ifndef EDGENN_BATCH_MATMUL_H
 #define EDGENN_BATCH_MATMUL_H
 
@@ -16,5 +16,9 @@ void edgenn_batch_matmul_s16(const int16_t *a, const int16_t *b, int16_t *out,
                              int32_t batches, const int32_t *a_off, const int32_t *b_off,
                              int32_t m, int32_t n, int32_t k, int32_t adj_x, int32_t adj_y,
                              int32_t reduced_mult, int32_t total_shift, int32_t out_zp);
+/* float32: the same products, float sums (no zero points, no requantization, no clamp). */
+void edgenn_batch_matmul_f32(const float *a, const float *b, float *out, int32_t batches,
+                             const int32_t *a_off, const int32_t *b_off, int32_t m, int32_t n,
+                             int32_t k, int32_t adj_x, int32_t adj_y);
 
 #endif

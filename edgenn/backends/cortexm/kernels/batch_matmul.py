@@ -1,5 +1,5 @@
-"""Portable int8 / int16 BatchMatMul with broadcast batch axes and adj_x / adj_y; the
-reference layer gives the constants (``backends/ref/kernels/batch_matmul.py``)."""
+"""Portable int8 / int16 / float32 BatchMatMul with broadcast batch axes and adj_x / adj_y;
+the reference layer gives the constants (``backends/ref/kernels/batch_matmul.py``)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def batch_offsets(out_batch: Sequence[int], shape: Sequence[int]) -> np.ndarray:
 def _matches(node: Node, graph: Graph) -> bool:
     a, b = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
     y = graph.tensor(node.outputs[0])
-    if not a.dtype is b.dtype is y.dtype or a.dtype not in (DType.INT8, DType.INT16):
+    if not a.dtype is b.dtype is y.dtype or a.dtype not in (DType.INT8, DType.INT16,
+                                                            DType.FLOAT32):
         return False
     if a.dtype is DType.INT16:  # TFLM's int16 kernel takes zero points 0 only
         return all(t.quant is not None and not t.quant.per_channel and t.quant.zp == 0
@@ -53,7 +54,11 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     batches = int(np.prod(out_batch, dtype=np.int64))
     dims = args(batches)
     shape = args(m, n, k, int(layer.adj[0]), int(layer.adj[1]))
-    if a.dtype is DType.INT8:
+    if a.dtype is DType.FLOAT32:
+        call = (f"edgenn_batch_matmul_f32({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
+                f"{shape});")
+        name = "edgenn_batch_matmul_f32"
+    elif a.dtype is DType.INT8:
         q = args(layer.zps[0], layer.zps[1], layer.mult, layer.shift, layer.out_zp)
         call = (f"edgenn_batch_matmul_s8({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
                 f"{shape}, {q});")
@@ -68,4 +73,4 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("BatchMatMul", "edgenn_batch_matmul", _matches, _prepare,
-                               (DType.INT8, DType.INT16)))
+                               (DType.INT8, DType.INT16, DType.FLOAT32)))

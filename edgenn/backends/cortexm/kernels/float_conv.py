@@ -12,7 +12,6 @@ import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
-from edgenn.backends.cortexm.kernels.float_elementwise import finite_range
 from edgenn.ir import DType, Graph, Node
 
 SRC = ("edgenn_conv_f32.c",)
@@ -44,7 +43,9 @@ def _bias(layer: object, arrays: list[CArray]) -> str:
 
 
 def _clamp_args(layer: object) -> str:
-    lo, hi = finite_range(layer.flo, layer.fhi)  # type: ignore[attr-defined]
+    # the reference layer's bounds: +-FLT_MAX without an activation in a TFLite model, +-inf
+    # (a clamp that passes every value, NaN included) in an ONNX one
+    lo, hi = layer.flo, layer.fhi  # type: ignore[attr-defined]
     return f"{c_float(lo)}, {c_float(hi)}"
 
 

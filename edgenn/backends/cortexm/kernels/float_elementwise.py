@@ -5,8 +5,9 @@ broadcasting binary operators (Add, Sub, Mul, Div, Maximum, Minimum, SquaredDiff
 Each layer gets a C function generated for its shape: the element expression is TFLite
 Micro's reference arithmetic written in single precision (``c/edgenn_math_f32.h``; libm's
 ``expf`` / ``tanhf`` / ``logf``), the broadcasting loops are those of the integer kernels
-(``binary.broadcast_loops``). Add / Sub / Mul / Div clamp to their fused activation's range,
-bounded by +-FLT_MAX as TFLite Micro's ``CalculateActivationRange`` does.
+(``binary.broadcast_loops``). Add / Sub / Mul / Div clamp to their fused activation's range
+as the reference layer does (bounded by +-FLT_MAX in a TFLite model, as TFLite Micro's
+``CalculateActivationRange``).
 """
 
 from __future__ import annotations
@@ -91,8 +92,11 @@ BinaryExpr = Callable[[Any], str]  # the reference layer -> a C expression of ``
 
 
 def _clamped(body: str) -> BinaryExpr:
+    """``body`` clamped to the reference layer's bounds: +-FLT_MAX without an activation in a
+    TFLite model (TFLite Micro's ``x + inf`` is FLT_MAX), +-inf in an ONNX one (a clamp that
+    passes every value, NaN included)."""
     def expr(k: Any) -> str:
-        return _clamp_expr(body, k.flo, k.fhi)
+        return f"edgenn_clamp_f32({body}, {c_float(k.flo)}, {c_float(k.fhi)})"
     return expr
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
-from edgenn.backends.cortexm.kernels.float_elementwise import all_float, finite_range
+from edgenn.backends.cortexm.kernels.float_elementwise import all_float
 from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
 from edgenn.ir import DType, Graph, Node
 
@@ -26,7 +26,7 @@ def _data_in(node: Node, graph: Graph) -> bool:
 def _pool(node: Node, graph: Graph) -> KernelCall:
     layer = ref_layer(node, graph)
     _, h, w, c = graph.tensor(node.inputs[0]).shape
-    lo, hi = finite_range(layer.lo, layer.hi)
+    lo, hi = layer.lo, layer.hi  # as the reference layer clamps (``float_conv._clamp_args``)
     geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
                     layer.pads[0], layer.pads[1])
     if node.op == "MaxPool2D":

@@ -77,9 +77,9 @@ def _block_body(out: CWriter, s: ConvShape, cp: int, pixels: int, vectors: int, 
         for v in range(vectors):
             acc = f"a{p}_{v}"
             if not math.isinf(s.lo):
-                out(f"{acc} = MAX{lanes}({acc}, BC{lanes}({c_float(s.lo)}));")
+                out(f"{acc} = MAX{lanes}(BC{lanes}({c_float(s.lo)}), {acc});")
             if not math.isinf(s.hi):
-                out(f"{acc} = MIN{lanes}({acc}, BC{lanes}({c_float(s.hi)}));")
+                out(f"{acc} = MIN{lanes}(BC{lanes}({c_float(s.hi)}), {acc});")
             out(f"ST{lanes}(o + {p * s.cout} + c + {v * lanes}, {acc});")
 
 

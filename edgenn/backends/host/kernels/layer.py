@@ -80,13 +80,13 @@ class DenseShape:
 LayerShape = ConvShape | DenseShape
 
 
-def _clamp(node: Node) -> tuple[float, float]:
+def _clamp(node: Node, graph: Graph) -> tuple[float, float]:
     act = node.attr("activation", Activation.NONE) or Activation.NONE
     try:
         act = act if isinstance(act, Activation) else Activation(act)
     except ValueError:
         raise UnsupportedOperatorError(f"{node}: unknown activation {act!r}") from None
-    return activation_range_float(act)
+    return activation_range_float(act, graph.finite_float_clamp)
 
 
 def layer_shape(node: Node, graph: Graph) -> LayerShape:
@@ -99,7 +99,11 @@ def layer_shape(node: Node, graph: Graph) -> LayerShape:
     if x.dtype is not DType.FLOAT32 or w.data is None:
         raise UnsupportedOperatorError(
             f"{node}: the host kernels need float32 data and constant weights")
-    lo, hi = _clamp(node)
+    if not np.isfinite(w.data).all():
+        # why: their padding multiplies zeros by the weights (0 * inf is NaN where TFLite
+        # Micro skips the tap) and Winograd mixes the weights; the reference layer skips
+        raise UnsupportedOperatorError(f"{node}: the host kernels need finite weights")
+    lo, hi = _clamp(node, graph)
     out = graph.tensor(node.outputs[0])
     if node.op == "FullyConnected":
         if x.shape[0] != 1:

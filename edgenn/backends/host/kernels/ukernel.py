@@ -228,13 +228,15 @@ def _direct_loop(out: CWriter, spec: KernelSpec, accs: list[list[str]], sets: in
 
 
 def _clamp_lines(out: CWriter, spec: KernelSpec, var: str, lanes: int) -> None:
+    # why the bound first (here, in depthwise.py and winograd.py): MAX(a, b) is
+    # ``a > b ? a : b``, so MAX(lo, v) keeps a NaN v as TFLite's std::max(v, lo) does
     if math.isinf(spec.lo) and math.isinf(spec.hi):
         return
     parts = []
     if not math.isinf(spec.lo):
-        parts.append(f"{var} = MAX{lanes}({var}, BC{lanes}({c_float(spec.lo)}));")
+        parts.append(f"{var} = MAX{lanes}(BC{lanes}({c_float(spec.lo)}), {var});")
     if not math.isinf(spec.hi):
-        parts.append(f"{var} = MIN{lanes}({var}, BC{lanes}({c_float(spec.hi)}));")
+        parts.append(f"{var} = MIN{lanes}(BC{lanes}({c_float(spec.hi)}), {var});")
     out(f"if (mode & {MODE_ACTIVATE}) {{ " + " ".join(parts) + " }")
 
 

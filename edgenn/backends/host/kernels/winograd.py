@@ -106,9 +106,9 @@ def _output_body(out: CWriter, s: ConvShape, m: int, t: int, tb: int, lanes: int
             with out.block(f"if ({i} < rows && {j} < cols)"):
                 out(f"{typ} r = y{i}_{j} + b;")
                 if not math.isinf(s.lo):
-                    out(f"r = MAX{lanes}(r, BC{lanes}({c_float(s.lo)}));")
+                    out(f"r = MAX{lanes}(BC{lanes}({c_float(s.lo)}), r);")
                 if not math.isinf(s.hi):
-                    out(f"r = MIN{lanes}(r, BC{lanes}({c_float(s.hi)}));")
+                    out(f"r = MIN{lanes}(BC{lanes}({c_float(s.hi)}), r);")
                 out(f"ST{lanes}(dst + {(i * s.ow + j) * s.cout} + c, r);")
 
 

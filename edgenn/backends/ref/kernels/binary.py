@@ -92,6 +92,10 @@ class BinaryLayer(Layer):
     """
 
     types: ClassVar[tuple[DType, ...]] = (F32, I8, I16)
+    # whether TFLite fuses an activation into the operator: then its float output is clamped
+    # to the activation's range, +-FLT_MAX without one (Maximum, Minimum, SquaredDifference,
+    # PRelu pass +-inf)
+    fuses: ClassVar[bool] = False
 
     def build(self) -> None:
         self.operands = Operands(self.inputs)
@@ -108,7 +112,8 @@ class BinaryLayer(Layer):
                        for t in self.inputs]
         act = activation_of(self)
         if out.dtype is F32:
-            self.flo, self.fhi = activation_range_float(act)
+            self.flo, self.fhi = activation_range_float(
+                act, self.finite_float_clamp and self.fuses)
             return
         qa = per_tensor(self, self.inputs[0], "first input")
         qb = per_tensor(self, self.inputs[1], "second input")
@@ -148,6 +153,7 @@ class _AddSub(BinaryLayer):
     """TFLM's quantized ADD / SUB: both inputs rescaled to a common scale, then combined."""
 
     sign: ClassVar[int] = 1
+    fuses = True
 
     def prepare(self, qa: QuantParams, qb: QuantParams, qo: QuantParams) -> None:
         self.left_shift = 15 if self.dtype is I16 else 20
@@ -232,6 +238,7 @@ class Div(BinaryLayer):
     """
 
     types = (F32, I8)
+    fuses = True
 
     def prepare(self, qa: QuantParams, qb: QuantParams, qo: QuantParams) -> None:
         self.m, self.sh = quantize_multiplier(qa.s / (qb.s * qo.s))

@@ -32,6 +32,18 @@ def activation_of(layer: Layer) -> Activation:
         raise UnsupportedOperatorError(f"{layer.node}: unknown activation {act!r}") from None
 
 
+def int_bias(layer: Layer, bias: np.ndarray | None, channels: int) -> np.ndarray:
+    """An int8 layer's bias as int64 (zeros when absent), or one error when it is not an
+    integer tensor: TFLite Micro takes an int32 bias only, and a float one (finite or not)
+    has no integer value to add."""
+    if bias is None:
+        return np.zeros(channels, np.int64)
+    if bias.dtype.kind not in "iu":
+        raise UnsupportedOperatorError(
+            f"{layer.node}: an int8 {layer.node.op} needs an int32 bias, got {bias.dtype}")
+    return bias.astype(np.int64)
+
+
 def quant_of(layer: Layer, t: Tensor | None, what: str) -> QuantParams:
     """The quantization of an int8 tensor, or one clear error."""
     if t is None or t.quant is None:

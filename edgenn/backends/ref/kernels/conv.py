@@ -23,6 +23,7 @@ from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
     exact_matmul_dtype,
+    int_bias,
     pad_hw,
     per_tensor,
     quant_of,
@@ -56,6 +57,8 @@ def channel_multipliers(layer: Layer, w_index: int = 1) -> tuple[Any, Any]:
 class Conv2D(Layer):
     """2-D convolution over NHWC input with [Cout, KH, KW, Cin/groups] weights."""
 
+    inside: np.ndarray | None = None  # ``_inside_taps`` where float weights are not finite
+
     def build(self) -> None:
         x, w = self.inputs[0], self.inputs[1]
         assert x is not None and w is not None
@@ -75,17 +78,32 @@ class Conv2D(Layer):
             self.lo, self.hi = activation_range_quantized(act, self.outputs[0].quant)  # type: ignore[arg-type]
             wq = quant_of(self, w, "weight")
             w_int = weights.astype(np.int64) - wq.zero_point.reshape(-1, 1, 1, 1)
-            self.bias_int = np.zeros(self.co, np.int64) if bias is None else bias.astype(np.int64)
+            self.bias_int = int_bias(self, bias, self.co)
             max_x = max(127 - self.in_zp, self.in_zp + 128)
             depth = self.kh * self.kw * self.cig
             self.dtype: Any = exact_matmul_dtype(depth, max_x, int(np.abs(w_int).max(initial=0)))
             w_mat = w_int.astype(self.dtype)
         else:
-            self.flo, self.fhi = activation_range_float(act)
+            self.flo, self.fhi = activation_range_float(act, self.finite_float_clamp)
             self.dtype = np.float32
             w_mat = weights.astype(np.float32)
             self.bias_f = None if bias is None else bias.astype(np.float32)
+        # why: a padded tap is a zero in ``_accumulate``'s patches, and 0 * inf or 0 * NaN is
+        # NaN where TFLite Micro skips the tap; weights that are not all finite take the
+        # tap-by-tap sum that leaves the padded taps out (a float model's rare case)
+        if not self.int8 and any(self.pads) and not np.isfinite(w_mat).all():
+            self.inside = self._inside_taps()
+            self.w_taps = w_mat
         self._layout(w_mat)
+
+    def _inside_taps(self) -> np.ndarray:
+        """``[OH, OW, KH, KW]``: whether each window tap reads the image (not padding)."""
+        x = self.inputs[0]
+        assert x is not None
+        ones = np.ones((1, x.shape[1], x.shape[2], 1), np.float32)
+        win = windows(pad_hw(ones, self.pads, 0), (self.kh, self.kw), self.strides,  # type: ignore[arg-type]
+                      self.dilations, (self.oh, self.ow))  # type: ignore[arg-type]
+        return np.asarray(win[0, ..., 0] > 0)
 
     def _geometry(self) -> None:
         """Shapes and attributes (shared with the 16x8 layer in ``conv_s16.py``)."""
@@ -129,6 +147,8 @@ class Conv2D(Layer):
     def _accumulate(self, xp: np.ndarray) -> np.ndarray:
         win = windows(xp, (self.kh, self.kw), self.strides, self.dilations, (self.oh, self.ow))  # type: ignore[arg-type]
         n = xp.shape[0]
+        if self.inside is not None:
+            return self._accumulate_inside(win)
         if self.depthwise:
             acc = np.zeros((n, self.oh, self.ow, self.co), self.dtype)
             same = self.co == self.ci
@@ -146,6 +166,25 @@ class Conv2D(Layer):
             patches = win[..., g * self.cig : (g + 1) * self.cig].reshape(rows, -1)
             parts.append(patches @ w_mat)
         return np.concatenate(parts, axis=1).reshape(n, self.oh, self.ow, self.co)
+
+    def _accumulate_inside(self, win: np.ndarray) -> np.ndarray:
+        """The float sum over the taps inside the image only, one tap at a time."""
+        assert self.inside is not None
+        acc = np.zeros((win.shape[0], self.oh, self.ow, self.co), np.float32)
+        cog = self.co // self.groups
+        for i in range(self.kh):
+            for j in range(self.kw):
+                tap = win[:, :, :, i, j, :]
+                if self.depthwise:
+                    part = (tap if self.co == self.ci else tap[..., self.chan]) \
+                        * self.taps[i, j]
+                else:
+                    part = np.concatenate(
+                        [tap[..., g * self.cig:(g + 1) * self.cig]
+                         @ self.w_taps[g * cog:(g + 1) * cog, i, j, :].T
+                         for g in range(self.groups)], axis=-1)
+                acc += np.where(self.inside[:, :, i, j, None], part, np.float32(0))
+        return acc
 
     def _finish(self, acc: np.ndarray) -> np.ndarray:
         if self.int8:

@@ -31,6 +31,7 @@ from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
     exact_matmul_dtype,
+    int_bias,
     per_tensor,
     quant_of,
     requantize,
@@ -79,7 +80,8 @@ class TransposeConv2D(Layer):
         else:
             weights = self.const(1)
             assert weights is not None
-            self.flo, self.fhi = activation_range_float(activation_of(self))
+            self.flo, self.fhi = activation_range_float(activation_of(self),
+                                                    self.finite_float_clamp)
             self.bias_f = None if bias is None else bias.astype(np.float32)
             self.dtype = np.float32
             w_mat = weights
@@ -108,7 +110,7 @@ class TransposeConv2D(Layer):
         oq = per_tensor(self, self.outputs[0], "output")
         self.out_zp = oq.zp
         self.lo, self.hi = activation_range_quantized(activation_of(self), oq)
-        self.bias_int = np.zeros(self.co, np.int64) if bias is None else bias.astype(np.int64)
+        self.bias_int = int_bias(self, bias, self.co)
         max_x = max(127 - self.in_zp, self.in_zp + 128)
         self.dtype = exact_matmul_dtype(depth, max_x, int(np.abs(self.w_int).max(initial=0)))
 

@@ -45,7 +45,7 @@ class _Binary(Layer):
             self.lo, self.hi = activation_range_quantized(act, out)
             self.build_int8(a.s, b.s, out.s)
         else:
-            self.flo, self.fhi = activation_range_float(act)
+            self.flo, self.fhi = activation_range_float(act, self.finite_float_clamp)
 
     def build_int8(self, s_a: float, s_b: float, s_out: float) -> None:
         raise NotImplementedError

@@ -24,6 +24,7 @@ from edgenn.backends.ref.kernels.common import (
     activation_of,
     batch_chunks,
     exact_matmul_dtype,
+    int_bias,
     per_tensor,
     quant_of,
     requantize,
@@ -62,14 +63,14 @@ class FullyConnected(Layer):
             self.in_zp, self.out_zp = xq.zp, oq.zp
             self.lo, self.hi = activation_range_quantized(act, oq)
             w_int = weights.astype(np.int64) - wq.zero_point.reshape(-1, 1)
-            self.bias_int = np.zeros(self.co, np.int64) if bias is None else bias.astype(np.int64)
+            self.bias_int = int_bias(self, bias, self.co)
             max_x = max(127 - self.in_zp, self.in_zp + 128)
             self.dtype: Any = exact_matmul_dtype(
                 w.shape[1], max_x, int(np.abs(w_int).max(initial=0))
             )
             self.w_t = np.ascontiguousarray(w_int.T.astype(self.dtype))
         else:
-            self.flo, self.fhi = activation_range_float(act)
+            self.flo, self.fhi = activation_range_float(act, self.finite_float_clamp)
             self.w_t = np.ascontiguousarray(weights.T.astype(np.float32))
             self.bias_f = None if bias is None else bias.astype(np.float32)
 

@@ -21,9 +21,12 @@ class BatchNorm(Layer):
             )
         scale, bias, mean, var = (np.asarray(c, np.float64) for c in consts)
         eps = float(self.node.attr("epsilon", 1e-5))
-        a = scale / np.sqrt(var + eps)
-        self.a = a.astype(np.float32)
-        self.b = (bias - mean * a).astype(np.float32)
+        # why quiet: +-inf / NaN parameters (or products beyond float32) are IEEE data here,
+        # as in onnxruntime, which folds them the same way (new scale, new bias)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            a = scale / np.sqrt(var + eps)
+            self.a = a.astype(np.float32)
+            self.b = (bias - mean * a).astype(np.float32)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         return [(xs[0] * self.a + self.b).astype(np.float32, copy=False)]

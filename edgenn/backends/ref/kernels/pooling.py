@@ -67,7 +67,7 @@ class _Pool(Layer):
             self.zp = q.zp
             self.lo, self.hi = activation_range(act, q, x.dtype)
         else:
-            self.lo, self.hi = activation_range_float(act)
+            self.lo, self.hi = activation_range_float(act, self.finite_float_clamp)
         _, h, w, _ = x.shape
         kh, kw = self.kernel
         ch = in_bounds_counts(h, kh, self.strides[0], self.pads[0], self.oh)
