@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,17 +55,21 @@ class RefExecutable:
         """
         if self.graph.state and stateful:
             return self._run_rows(inputs, keep)
-        try:
-            values = self._forward(inputs)
-        except ShapeError:
-            # why: a layer that drops the batch axis (a Reshape to a scalar, as TFLite's IF
-            # condition is made) runs at its declared shape only: run the rows one by one
-            if self._rows(inputs) <= 1:
-                raise
+        if not self._stacks_samples and self._rows(inputs) > 1:
             return self._run_rows(inputs, keep, carry=False)
+        values = self._forward(inputs)
         if keep:
             self.values = values
         return [self._to_external(name, values[name]) for name in self.graph.outputs]
+
+    @cached_property
+    def _stacks_samples(self) -> bool:
+        """Whether samples can share one call, stacked along axis 0: only when every computed
+        tensor leads with a batch axis of 1. A tensor without one (a Reshape to a scalar, as
+        TFLite's IF condition is made; a reduction that drops axis 0; a time-major sequence)
+        runs at its declared shape only, so such a graph runs its rows one by one."""
+        return all(t.shape and t.shape[0] == 1
+                   for t in self.graph.tensors.values() if not t.is_const)
 
     def _leads(self) -> list[int]:
         g = self.graph
