@@ -35,7 +35,7 @@ Runner = Callable[..., list[np.ndarray]]
 
 @dataclass(frozen=True)
 class Comparison:
-    """One output of the target against one oracle (``against``: "ref" or "tflm")."""
+    """One output of the target against one oracle (``against``: "ref", "tflm" or "litert")."""
 
     output: str
     against: str
@@ -283,6 +283,18 @@ def tflm_outputs(model_bytes: bytes | None, xs: Sequence[np.ndarray],
         return None, str(err)
 
 
+def litert_outputs(model_bytes: bytes, xs: Sequence[np.ndarray], stateful: bool = False
+                   ) -> tuple[list[np.ndarray] | None, str | None]:
+    """LiteRT's outputs for batches ``xs`` ``[N, *declared shape]`` (the oracle of a file
+    TFLite Micro does not run), or None and the one-line reason it was not run."""
+    from edgenn.oracles.litert import litert_run
+
+    try:
+        return litert_run(model_bytes, *xs, stateful=stateful), None
+    except EdgennError as err:  # not installed, or it cannot load / run this model
+        return None, str(err)
+
+
 def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
              xs: Sequence[np.ndarray], *, target: str, model_bytes: bytes | None = None,
              labels: np.ndarray | None = None, skip: str | None = None, batch: int = 256,
@@ -311,15 +323,27 @@ def validate(graph: Graph, target_run: Runner, reference_run: Runner | None,
         report.notes["ref"] = "the target is the reference runtime"
     else:
         oracles["ref"] = run_batched(reference_run, xs, 256)
+    from edgenn.oracles.litert import has_float16_tensors
+
     applies = tflm_applies(model_bytes, skip) if tflm else "not asked for (--no-tflm)"
-    outs, why = (tflm_outputs(model_bytes, xs, skip, stateful) if applies is None
-                 else (None, applies))
-    if outs is not None:
-        oracles["tflm"] = outs
-    elif applies is None:
-        report.not_run["tflm"] = why or "not run"
+    if applies is None and model_bytes is not None and has_float16_tensors(model_bytes):
+        # why: TFLite Micro's DEQUANTIZE takes integers, so it cannot load float16 weights;
+        # LiteRT's reference kernels are TFLite's own arithmetic for such a file
+        report.notes["tflm"] = "TFLite Micro does not run float16 weights: LiteRT instead"
+        outs, why = litert_outputs(model_bytes, xs, stateful)
+        if outs is not None:
+            oracles["litert"] = outs
+        else:
+            report.not_run["litert"] = why or "not run"
     else:
-        report.notes["tflm"] = applies
+        outs, why = (tflm_outputs(model_bytes, xs, skip, stateful) if applies is None
+                     else (None, applies))
+        if outs is not None:
+            oracles["tflm"] = outs
+        elif applies is None:
+            report.not_run["tflm"] = why or "not run"
+        else:
+            report.notes["tflm"] = applies
     for against, outs in oracles.items():
         if len(outs) != len(got):
             raise DataError(f"{against} gave {len(outs)} outputs, the target {len(got)}")

@@ -106,3 +106,35 @@ def test_validate_never_passes_when_tflm_did_not_run(
     assert report["passed"] is False and report["verdict"] == "incomplete"
     assert [(c["against"], c["passed"]) for c in report["comparisons"]] == [("ref", True)]
     assert "allocate" in report["not_run"]["tflm"]
+
+
+FLOAT16_CNN = Path(__file__).parent / "fixtures" / "float16" / "cnn_fp16.tflite"
+
+
+def test_float16_weights_are_validated_against_litert(tmp_path: Path) -> None:
+    """TFLite Micro cannot load float16 weights; LiteRT (TFLite's own kernels) is compared
+    instead, and the report says why TFLite Micro was not."""
+    pytest.importorskip("ai_edge_litert")
+    out = tmp_path / "r.json"
+    assert main(["validate", str(FLOAT16_CNN), "--target", "ref", "--random", "3",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["verdict"] == "pass"
+    assert [c["against"] for c in report["comparisons"]] == ["litert"]
+    assert "float16" in report["not_compared"]["tflm"]
+
+
+def test_float16_weights_without_litert_are_incomplete(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgenn.oracles import litert
+    from edgenn.oracles.tflm import OracleUnavailableError
+
+    def missing(model_bytes: bytes) -> Any:
+        raise OracleUnavailableError("LiteRT is not installed: pip install ai-edge-litert")
+
+    monkeypatch.setattr(litert, "_interpreter", missing)
+    out = tmp_path / "r.json"
+    assert main(["validate", str(FLOAT16_CNN), "--target", "ref", "--random", "2",
+                 "--json", str(out)]) == 3
+    report = json.loads(out.read_text())
+    assert report["verdict"] == "incomplete" and "not installed" in report["not_run"]["litert"]

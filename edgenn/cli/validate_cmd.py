@@ -31,7 +31,7 @@ from edgenn.cli.options import (
 from edgenn.errors import DataError
 from edgenn.validate import FLOAT_TOLERANCE, ValidationReport, load_npz_data, validate
 
-ORACLE_NAMES = {"ref": "reference runtime", "tflm": "TFLite Micro"}
+ORACLE_NAMES = {"ref": "reference runtime", "tflm": "TFLite Micro", "litert": "LiteRT"}
 EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3}
 
 
