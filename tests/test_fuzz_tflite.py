@@ -30,6 +30,7 @@ import pytest
 from edgenn.api import load_model
 from edgenn.cli.main import main
 from edgenn.frontends.tflite import load_tflite
+from edgenn.ir.opdefs.recurrent import LSTM_INDEX
 from edgenn.fuzz.outcome import FINDINGS, Outcome, classify
 from edgenn.fuzz.tflite_fb import FbModel, FbTensor, pack, unpack
 from edgenn.fuzz.tflite_mutators import TFLITE_MUTATORS, mutate
@@ -327,3 +328,18 @@ def test_float_bias_of_an_int8_conv_is_an_error(tmp_path: Path, value: float) ->
     bias.type = 0  # FLOAT32
     err = _error(tmp_path, model, "run")
     assert "needs an int32 bias, got float32" in err, err
+
+
+@pytest.mark.parametrize("what", ["output", "weights"])
+def test_lstm_output_or_weights_of_wrong_rank_is_an_error(tmp_path: Path, what: str) -> None:
+    # was: IndexError (recurrent.py) reading the state outputs' shapes off an LSTM output
+    # or input_to_forget_weights whose rank a mutant changed
+    model = _seed("lstm_mnist_int8.tflite")
+    sg = model.subgraphs[0]
+    op = next(o for o in sg.operators if o.options_class == "UnidirectionalSequenceLSTMOptions")
+    t = sg.tensors[op.outputs[0] if what == "output" else op.inputs[LSTM_INDEX["input_to_forget_weights"]]]
+    t.shape = [int(np.prod(t.shape))]  # why flat: a constant keeps its byte count
+    for command in ("inspect", "run"):
+        err = _error(tmp_path, model, command)
+        assert "mutant.tflite" in err and "must be 3-D" in err and "2-D" in err, err
+        assert f"{t.name!r} [{t.shape[0]}]" in err, err
