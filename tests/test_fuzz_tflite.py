@@ -375,3 +375,17 @@ def test_mutated_string_option_packs_and_is_an_error(tmp_path: Path) -> None:
     op.options["Container"] = b""
     err = _error(tmp_path, model)
     assert "VAR_HANDLE names no variable" in err and "mutant.tflite" in err, err
+
+
+@pytest.mark.parametrize("count", [1, 4, 6])
+def test_svdf_operand_count_is_checked(tmp_path: Path, count: int) -> None:
+    # was: a sixth operand was ignored, and four gave "input 4 is missing"
+    from tests.conformance.cases.recurrent import svdf_int8
+    from tests.conformance.spec import model_bytes
+
+    model = unpack(model_bytes([svdf_int8("svdf", 1, 4, 3, 2, 5)]))
+    op = model.subgraphs[0].operators[0]
+    op.inputs = (op.inputs + [op.inputs[3]])[:count]
+    for command in ("inspect", "run"):
+        err = _error(tmp_path, model, command)
+        assert f"mutant.tflite: node 'c0_out0': SVDF takes 5 operands, got {count}" in err, err

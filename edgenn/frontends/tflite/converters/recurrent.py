@@ -73,6 +73,8 @@ def unidirectional_sequence_lstm(b: Builder, op: RawOperator) -> None:
 @converter("SVDF")
 def svdf(b: Builder, op: RawOperator) -> None:
     need_options(b, op, "rank")
+    if len(op.inputs) != 5:  # TFLite's SVDF: x, weights_feature, weights_time, bias, state
+        raise b.fail(op, f"SVDF takes 5 operands, got {len(op.inputs)}")
     rank = int(op.options["rank"])
     if rank < 1:
         raise b.fail(op, f"SVDF rank is {rank}")
