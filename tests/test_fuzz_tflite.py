@@ -33,6 +33,7 @@ from edgenn.frontends.tflite import load_tflite
 from edgenn.fuzz.outcome import FINDINGS, Outcome, classify
 from edgenn.fuzz.tflite_fb import FbModel, FbTensor, pack, unpack
 from edgenn.fuzz.tflite_mutators import TFLITE_MUTATORS, mutate
+from edgenn.ir.opdefs.recurrent import LSTM_INDEX
 
 ROOT = Path(__file__).resolve().parents[1]
 MLPERF = Path("/work/shared/models/mlperf_tiny")
@@ -327,3 +328,64 @@ def test_float_bias_of_an_int8_conv_is_an_error(tmp_path: Path, value: float) ->
     bias.type = 0  # FLOAT32
     err = _error(tmp_path, model, "run")
     assert "needs an int32 bias, got float32" in err, err
+
+
+@pytest.mark.parametrize("what", ["output", "weights"])
+def test_lstm_output_or_weights_of_wrong_rank_is_an_error(tmp_path: Path, what: str) -> None:
+    # was: IndexError (recurrent.py) reading the state outputs' shapes off an LSTM output
+    # or input_to_forget_weights whose rank a mutant changed
+    model = _seed("lstm_mnist_int8.tflite")
+    sg = model.subgraphs[0]
+    op = next(o for o in sg.operators if o.options_class == "UnidirectionalSequenceLSTMOptions")
+    slot = LSTM_INDEX["input_to_forget_weights"]
+    t = sg.tensors[op.outputs[0] if what == "output" else op.inputs[slot]]
+    t.shape = [int(np.prod(t.shape))]  # why flat: a constant keeps its byte count
+    for command in ("inspect", "run"):
+        err = _error(tmp_path, model, command)
+        assert "mutant.tflite" in err and "must be 3-D" in err and "2-D" in err, err
+        assert f"{t.name!r} [{t.shape[0]}]" in err, err
+
+
+@pytest.mark.parametrize(("drop", "message"), [
+    ("recurrent_to_input_weights", "recurrent_to_input_weights missing"),
+    ("input_to_input_weights", "input_gate_bias given but input_to_input_weights missing"),
+    ("recurrent_to_forget_weights", "operand recurrent_to_forget_weights is missing"),
+    ("output_gate_bias", "operand output_gate_bias is missing"),
+])
+def test_lstm_inconsistent_optional_operands_are_an_import_error(tmp_path: Path, drop: str,
+                                                                 message: str) -> None:
+    # was: inspect accepted the file and run failed in the reference kernel, without the
+    # file's name; TFLite's LSTM takes each gate's operands all together or not at all
+    model = _seed("lstm_mnist_int8.tflite")
+    op = next(o for o in model.subgraphs[0].operators
+              if o.options_class == "UnidirectionalSequenceLSTMOptions")
+    op.inputs[LSTM_INDEX[drop]] = -1
+    for command in ("inspect", "run"):
+        err = _error(tmp_path, model, command)
+        assert "mutant.tflite" in err and "'tfl.unidirectional_sequence_lstm'" in err, err
+        assert message in err, err
+
+
+def test_mutated_string_option_packs_and_is_an_error(tmp_path: Path) -> None:
+    # was: flatbuffers' OffsetArithmeticError in the fuzzer's own packer (campaign seed 78) for
+    # a VAR_HANDLE shared_name a mutator had made an int; the field is now left out
+    model = _seed("streaming_int8.tflite")
+    op = next(o for o in model.subgraphs[0].operators if o.options_class == "VarHandleOptions")
+    op.options["SharedName"] = 123456789
+    op.options["Container"] = b""
+    err = _error(tmp_path, model)
+    assert "VAR_HANDLE names no variable" in err and "mutant.tflite" in err, err
+
+
+@pytest.mark.parametrize("count", [1, 4, 6])
+def test_svdf_operand_count_is_checked(tmp_path: Path, count: int) -> None:
+    # was: a sixth operand was ignored, and four gave "input 4 is missing"
+    from tests.conformance.cases.recurrent import svdf_int8
+    from tests.conformance.spec import model_bytes
+
+    model = unpack(model_bytes([svdf_int8("svdf", 1, 4, 3, 2, 5)]))
+    op = model.subgraphs[0].operators[0]
+    op.inputs = (op.inputs + [op.inputs[3]])[:count]
+    for command in ("inspect", "run"):
+        err = _error(tmp_path, model, command)
+        assert f"mutant.tflite: node 'c0_out0': SVDF takes 5 operands, got {count}" in err, err

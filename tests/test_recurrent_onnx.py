@@ -300,7 +300,9 @@ def _tflite_lstm_variant(change: str) -> bytes:
     inputs, outputs, options = lstm_quantized_parts("variant", shape)
     ops = list(inputs)
     if change == "peephole":
-        ops[10] = const(np.ones(3, np.int16), DType.INT16, QuantParams.per_tensor(0.01))
+        # why all three: TFLite takes the peepholes together or not at all
+        for k in (9, 10, 11):
+            ops[k] = const(np.ones(3, np.int16), DType.INT16, QuantParams.per_tensor(0.01))
     elif change == "cifg":
         ops[1] = ops[5] = ops[12] = omitted()
     elif change == "projection":

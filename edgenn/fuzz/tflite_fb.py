@@ -145,6 +145,10 @@ def _add_scalar(b: flatbuffers.Builder, add: Any, value: Any) -> None:
             return
         except (TypeError, ValueError, OverflowError):
             continue
+        except flatbuffers.builder.OffsetArithmeticError:
+            # why: a mutated string field (an offset) holds an int that points nowhere; the
+            # field is left out, and nothing was written
+            return
 
 
 def _clip32(v: Any) -> int:

@@ -83,6 +83,42 @@ def _expect_state(node: Node, t: Tensor | None, batch: int, units: int, what: st
                          f"{batch * units} elements ([{batch}, {units}])")
 
 
+def _check_operand_sets(node: Node, inputs: Sequence[Tensor | None]) -> None:
+    """TFLite's rules on which optional LSTM operands go together (``lstm.cc``,
+    ``CheckInputTensorDimensions``): a file breaking them is corrupt, so it is refused here at
+    import rather than by a backend later."""
+    def present(name: str) -> bool:
+        return _optional(inputs, LSTM_INDEX[name]) is not None
+
+    for gate in ("forget", "cell", "output"):
+        for name in (f"input_to_{gate}_weights", f"recurrent_to_{gate}_weights",
+                     f"{gate}_gate_bias"):
+            if not present(name):
+                raise fail(node, f"operand {name} is missing")
+    # why these sets: without input_to_input_weights the cell couples its input and forget
+    # gates (CIFG) and has no input gate at all
+    cifg = not present("input_to_input_weights")
+    input_gate = ["recurrent_to_input_weights", "input_gate_bias"]
+    peepholes = ["cell_to_forget_weights", "cell_to_output_weights"]
+    norms = [f"{g}_layer_norm_coefficients" for g in ("forget", "cell", "output")]
+    for name in ("cell_to_input_weights", "input_layer_norm_coefficients"):
+        if not cifg:
+            (peepholes if name.startswith("cell") else norms).append(name)
+        elif present(name):
+            raise fail(node, f"operand {name} is given but input_to_input_weights is not "
+                             "(a cell without an input gate)")
+    sets = [(["input_to_input_weights", *input_gate], "the input gate"),
+            (peepholes, "the peepholes"), (norms, "layer normalization")]
+    for names, what in sets:
+        have = [n for n in names if present(n)]
+        if have and len(have) != len(names):
+            missing = [n for n in names if not present(n)]
+            raise fail(node, f"operands of {what}: {', '.join(have)} given but "
+                             f"{', '.join(missing)} missing")
+    if present("projection_bias") and not present("projection_weights"):
+        raise fail(node, "projection_bias is given without projection_weights")
+
+
 @register_shape("LSTM")
 def _lstm(node: Node, inputs: list[Tensor | None]) -> Inferred:
     if len(inputs) != len(LSTM_OPERANDS):
@@ -94,6 +130,7 @@ def _lstm(node: Node, inputs: list[Tensor | None]) -> Inferred:
     w_forget = need(node, inputs, LSTM_INDEX["input_to_forget_weights"])
     need_rank(node, w_forget, 2)
     n_cell = w_forget.shape[0]
+    _check_operand_sets(node, inputs)
     proj = _optional(inputs, LSTM_INDEX["projection_weights"])
     n_out = proj.shape[0] if proj is not None and len(proj.shape) == 2 else n_cell
     for gate in ("input", "forget", "cell", "output"):

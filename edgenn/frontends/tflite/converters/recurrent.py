@@ -53,6 +53,11 @@ def unidirectional_sequence_lstm(b: Builder, op: RawOperator) -> None:
     cell = b.input(op, LSTM_INDEX["cell_state"])
     if hidden.name in b.variable_init or cell.name in b.variable_init:
         y = b.tensors[outputs[0]]
+        # why here: the state outputs' shapes are read off these before the node is inferred
+        if len(y.shape) != 3 or len(weights.shape) != 2:
+            raise b.fail(op, f"UNIDIRECTIONAL_SEQUENCE_LSTM output {y.name!r} "
+                             f"{list(y.shape)} must be 3-D and input_to_forget_weights "
+                             f"{weights.name!r} {list(weights.shape)} 2-D")
         batch = y.shape[1] if bool(op.options["time_major"]) else y.shape[0]
         n_out, n_cell = y.shape[2], weights.shape[0]
         for state, units in ((hidden, n_out), (cell, n_cell)):
@@ -68,6 +73,8 @@ def unidirectional_sequence_lstm(b: Builder, op: RawOperator) -> None:
 @converter("SVDF")
 def svdf(b: Builder, op: RawOperator) -> None:
     need_options(b, op, "rank")
+    if len(op.inputs) != 5:  # TFLite's SVDF: x, weights_feature, weights_time, bias, state
+        raise b.fail(op, f"SVDF takes 5 operands, got {len(op.inputs)}")
     rank = int(op.options["rank"])
     if rank < 1:
         raise b.fail(op, f"SVDF rank is {rank}")
