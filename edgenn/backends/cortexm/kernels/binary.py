@@ -147,28 +147,39 @@ def _single_constant_lut(node: Node, graph: Graph) -> KernelCall | None:
                       in_place=index == 0)
 
 
+def elementwise_call(node: Node, graph: Graph, op_code: str, c_types: dict[DType, str],
+                     header: tuple[str, ...], kernel_name: str, what: str = "") -> KernelCall:
+    """The per-layer C of an element-wise layer: ``op_code`` defines ``@P@_op``, applied over
+    the broadcast output by the loops of ``loop_function``; constant operands become arrays.
+    ``what``: the element type named in the comment (default the output's)."""
+    ins = [graph.tensor(n) for n in node.inputs]
+    out = graph.tensor(node.outputs[0])
+    loops = broadcast_loops(out.shape, [t.shape for t in ins])
+    arrays: list[CArray] = []
+    operands = [const_operand(node, graph, k, arrays) for k in range(len(ins))]
+    code = op_code + "\n" + loop_function(loops, [c_types[t.dtype] for t in ins],
+                                          c_types[out.dtype])
+    # why in place: each output element is written after every input of it is read, and
+    # input 0 (of the output's shape and element size) is read at the very index written
+    dense = (not ins[0].is_const and ins[0].shape == out.shape
+             and ins[0].dtype.itemsize == out.dtype.itemsize)
+    shape = "x".join(map(str, out.shape)) or "scalar"
+    return KernelCall(f"{{prefix}}_run({', '.join(operands)}, {{out0}});", header,
+                      tuple(arrays), kernel_name=kernel_name,
+                      comment=f"{node.op} {what or out.dtype.value} {shape}, loops "
+                              f"{list(loops.dims)}",
+                      code=code, in_place=dense)
+
+
 def _prepare(expr: ElementExpr) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
         lut = _single_constant_lut(node, graph)
         if lut is not None:
             return lut
-        layer = ref_layer(node, graph)
-        ins = [graph.tensor(n) for n in node.inputs]
-        out = graph.tensor(node.outputs[0])
-        loops = broadcast_loops(out.shape, [t.shape for t in ins])
-        arrays: list[CArray] = []
-        operands = [const_operand(node, graph, k, arrays) for k in range(2)]
-        code = (f"static inline int32_t @P@_op(int32_t a, int32_t b)\n{{\n"
-                f"    return {expr(layer)};\n}}\n\n"
-                + loop_function(loops, [C_TYPE[t.dtype] for t in ins], C_TYPE[out.dtype]))
-        # why in place: each output element is written after both of its inputs are read, and
-        # input 0 (when it has the output's shape) is read at the very index written
-        dense = not ins[0].is_const and ins[0].shape == out.shape and ins[0].dtype is out.dtype
-        shape = "x".join(map(str, out.shape)) or "scalar"
-        return KernelCall(f"{{prefix}}_run({operands[0]}, {operands[1]}, {{out0}});", HEADER,
-                          tuple(arrays), kernel_name=f"edgenn_{node.op.lower()}_generated",
-                          comment=f"{node.op} {out.dtype.value} {shape}, loops {list(loops.dims)}",
-                          code=code, in_place=dense)
+        op_code = (f"static inline int32_t @P@_op(int32_t a, int32_t b)\n{{\n"
+                   f"    return {expr(ref_layer(node, graph))};\n}}\n")
+        return elementwise_call(node, graph, op_code, C_TYPE, HEADER,
+                                f"edgenn_{node.op.lower()}_generated")
     return prepare
 
 

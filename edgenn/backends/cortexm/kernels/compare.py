@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.binary import broadcast_loops, loop_function
-from edgenn.backends.cortexm.kernels.common import PortableKernel, const_operand, ref_layer
+from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.binary import elementwise_call
+from edgenn.backends.cortexm.kernels.common import PortableKernel, ref_layer
 from edgenn.ir import DType, Graph, Node
 
 F32, I8, I16, I32, BOOL = DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.BOOL
@@ -35,22 +35,8 @@ def _types(node: Node, graph: Graph) -> list[DType]:
 
 def _elementwise(node: Node, graph: Graph, op_code: str, what: str) -> KernelCall:
     """The per-layer C: ``@P@_op`` (``op_code``) over the broadcast output."""
-    ins = [graph.tensor(n) for n in node.inputs]
-    out = graph.tensor(node.outputs[0])
-    loops = broadcast_loops(out.shape, [t.shape for t in ins])
-    arrays: list[CArray] = []
-    operands = [const_operand(node, graph, k, arrays) for k in range(len(ins))]
-    code = op_code + "\n" + loop_function(loops, [C_TYPE[t.dtype] for t in ins],
-                                          C_TYPE[out.dtype])
-    # why in place: each output element is written after every input of it is read, and
-    # input 0 (of the output's shape and element size) is read at the very index written
-    dense = (not ins[0].is_const and ins[0].shape == out.shape
-             and ins[0].dtype.itemsize == out.dtype.itemsize)
-    shape = "x".join(map(str, out.shape)) or "scalar"
-    return KernelCall(f"{{prefix}}_run({', '.join(operands)}, {{out0}});", HEADER,
-                      tuple(arrays), kernel_name=f"edgenn_{node.op.lower()}_generated",
-                      comment=f"{node.op} {what} {shape}, loops {list(loops.dims)}",
-                      code=code, in_place=dense)
+    return elementwise_call(node, graph, op_code, C_TYPE, HEADER,
+                            f"edgenn_{node.op.lower()}_generated", what)
 
 
 def _compare_match(node: Node, graph: Graph) -> bool:

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.binary import broadcast_loops, loop_function
-from edgenn.backends.cortexm.kernels.common import PortableKernel, c_float, const_operand, ref_layer
+from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.binary import elementwise_call
+from edgenn.backends.cortexm.kernels.common import PortableKernel, c_float, ref_layer
 from edgenn.ir import DType, Graph, Node
 
 HEADER = ("edgenn_math_f32.h",)
@@ -119,23 +119,10 @@ def _binary_match(node: Node, graph: Graph) -> bool:
 
 def _binary(expr: BinaryExpr) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
-        layer = ref_layer(node, graph)
-        ins = [graph.tensor(n) for n in node.inputs]
-        out = graph.tensor(node.outputs[0])
-        loops = broadcast_loops(out.shape, [t.shape for t in ins])
-        arrays: list[CArray] = []
-        operands = [const_operand(node, graph, k, arrays) for k in range(2)]
-        code = (f"static inline float @P@_op(float a, float b)\n{{\n"
-                f"    return {expr(layer)};\n}}\n\n"
-                + loop_function(loops, ["float", "float"], "float"))
-        # why in place: each output is written after both of its inputs are read, and input 0
-        # (when it has the output's shape) is read at the very index written
-        dense = not ins[0].is_const and ins[0].shape == out.shape
-        shape = "x".join(map(str, out.shape)) or "scalar"
-        return KernelCall(f"{{prefix}}_run({operands[0]}, {operands[1]}, {{out0}});", HEADER,
-                          tuple(arrays), kernel_name=f"edgenn_{node.op.lower()}_f32",
-                          comment=f"{node.op} float32 {shape}, loops {list(loops.dims)}",
-                          code=code, in_place=dense)
+        op_code = (f"static inline float @P@_op(float a, float b)\n{{\n"
+                   f"    return {expr(ref_layer(node, graph))};\n}}\n")
+        return elementwise_call(node, graph, op_code, {DType.FLOAT32: "float"}, HEADER,
+                                f"edgenn_{node.op.lower()}_f32")
     return prepare
 
 
