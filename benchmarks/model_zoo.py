@@ -114,7 +114,7 @@ class Oracle:
                 self.name = "tflite-micro"
                 dets = [self._interp.get_input_details(i) for i in range(n_in)]
             except RuntimeError as err:
-                self._lite = _litert_interpreter(path, err)
+                self._lite = _litert_interpreter(data, err)
                 self.name = "litert"
                 dets = self._lite.get_input_details()
             self.inputs = [(str(d.get("name", f"input{i}")), tuple(int(v) for v in d["shape"]),
@@ -153,21 +153,14 @@ class Oracle:
         return [np.asarray(y) for y in self._sess.run(None, feed)]
 
 
-def _litert_interpreter(path: Path, tflm_error: Exception) -> Any:
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:
-        raise tflm_error from None
-    try:
-        from ai_edge_litert.interpreter import OpResolverType
+def _litert_interpreter(data: bytes, tflm_error: Exception) -> Any:
+    from edgenn.errors import EdgennError
+    from edgenn.oracles.litert import litert_interpreter
 
-        # why: the reference kernels, not XNNPACK, as TFLite Micro would compute
-        interp = Interpreter(model_path=str(path), experimental_op_resolver_type=(
-            OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES))
-        interp.allocate_tensors()
-    except (RuntimeError, ValueError) as err:
-        raise RuntimeError(f"{tflm_error}; LiteRT cannot load it either: {err}") from None
-    return interp
+    try:
+        return litert_interpreter(data)
+    except EdgennError as err:
+        raise RuntimeError(f"{tflm_error}; {err}") from None
 
 
 _ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16",
@@ -184,18 +177,14 @@ def _tflite_io(data: bytes) -> tuple[int, int]:
 
 
 def _tflm_interpreter(data: bytes) -> Any:
-    """TFLite Micro's interpreter; its default arena (10x the file) is too small for models
-    with large activations and small weights, so larger arenas are tried before giving up."""
-    from tflite_micro import runtime
+    """TFLite Micro's interpreter, its arena sized from the model (``edgenn.oracles.tflm``)."""
+    from edgenn.errors import EdgennError
+    from edgenn.oracles.tflm import tflm_interpreter
 
-    err: Exception | None = None
-    for arena in (None, 8 << 20, 64 << 20):
-        try:
-            kwargs = {} if arena is None else {"arena_size": arena}
-            return runtime.Interpreter.from_bytes(data, **kwargs)
-        except (RuntimeError, ValueError) as e:
-            err = e
-    raise RuntimeError(f"TFLite Micro cannot load the model: {err}")
+    try:
+        return tflm_interpreter(data)
+    except EdgennError as err:
+        raise RuntimeError(str(err)) from None
 
 
 def make_inputs(oracle: Oracle, n: int, seed: int = 1) -> list[np.ndarray]:

@@ -132,7 +132,7 @@ def test_float16_weights_without_litert_are_incomplete(
     def missing(model_bytes: bytes) -> Any:
         raise OracleUnavailableError("LiteRT is not installed: pip install ai-edge-litert")
 
-    monkeypatch.setattr(litert, "_interpreter", missing)
+    monkeypatch.setattr(litert, "litert_interpreter", missing)
     out = tmp_path / "r.json"
     assert main(["validate", str(FLOAT16_CNN), "--target", "ref", "--random", "2",
                  "--json", str(out)]) == 3

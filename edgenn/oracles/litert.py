@@ -27,7 +27,8 @@ def has_float16_tensors(model_bytes: bytes) -> bool:
                for k in range(sub.TensorsLength()))
 
 
-def _interpreter(model_bytes: bytes) -> Any:
+def litert_interpreter(model_bytes: bytes) -> Any:
+    """LiteRT's interpreter on its builtin reference kernels, tensors allocated."""
     try:
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
     except ImportError:
@@ -46,7 +47,7 @@ def litert_run(model_bytes: bytes, *xs: np.ndarray, stateful: bool = False) -> l
     """``N`` inferences, one per row ``x[N, *declared shape]`` of each input, as
     ``oracles.tflm.tflm_run`` takes them; each row from the initial state unless
     ``stateful`` (consecutive invocations). Returns ``[N, *declared shape]`` per output."""
-    interp = _interpreter(model_bytes)
+    interp = litert_interpreter(model_bytes)
     ins, outs = interp.get_input_details(), interp.get_output_details()
     if len(xs) != len(ins):
         raise ShapeError(f"the model takes {len(ins)} inputs, got {len(xs)}")
