@@ -52,9 +52,9 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     pinned thread pool, the rest on the reference runtime (options: ``threads``,
     ``schedule="tuned"|"default"``, ``db``, ``emulate_hetero``; see
     ``edgenn.backends.host.executable.compile_host``). Each target's options are the fields of
-    its options dataclass (``edgenn.backends.registry.get_backend(target).options``).
+    its options dataclass (``edgenn.backends.targets.get_backend(target).options``).
     """
-    from edgenn.backends.registry import get_backend
+    from edgenn.backends.targets import get_backend
     from edgenn.fusion import fuse_for_target, fusion_options
 
     backend = get_backend(target)
@@ -80,7 +80,7 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
 
 
 def _targets() -> tuple[str, ...]:
-    from edgenn.backends.registry import backend_names
+    from edgenn.backends.targets import backend_names
 
     return backend_names()
 

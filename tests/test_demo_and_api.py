@@ -52,7 +52,7 @@ def test_python_api_load_quantize_compile_run_plan() -> None:
 def test_every_target_rejects_unknown_options() -> None:
     """Backends register a typed options dataclass; an option a target does not take is an
     error naming the target and the options it takes, for every target (``ref`` included)."""
-    from edgenn.backends.registry import backend_names, get_backend
+    from edgenn.backends.targets import backend_names, get_backend
     from edgenn.errors import EdgennError as Error
 
     graph = edgenn.load_model(Path(__file__).parent / "fixtures" / "tflite" / "conv2_int8.tflite")

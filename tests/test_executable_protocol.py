@@ -11,7 +11,7 @@ import pytest
 from edgenn.api import compile_model, load_model
 from edgenn.backends.bench_report import SCHEMA, BenchReport, BenchSettings
 from edgenn.backends.executable import Executable
-from edgenn.backends.registry import backend_names
+from edgenn.backends.targets import backend_names
 from edgenn.cli.main import main
 from edgenn.evaluate import bench_inputs
 from edgenn.models import shipped_model_path

@@ -1,5 +1,7 @@
 """Backends register themselves here: a name, a typed options dataclass and a compile function.
 
+This module never imports a backend: each backend's ``backend.py`` imports it and registers
+itself, and ``edgenn.backends.targets`` imports every backend and looks targets up.
 ``edgenn.api.compile_model`` looks the target up, turns keyword options into the backend's
 options dataclass (an unknown option is a one-line error naming the target and the options it
 takes) and calls its compile function. The CLI derives nothing by target name.
@@ -68,23 +70,6 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
-def get_backend(name: str) -> Backend:
-    _load()
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise EdgennError(f"unknown target {name!r} (available: "
-                          f"{', '.join(backend_names())})") from None
-
-
-def backend_names() -> tuple[str, ...]:
-    _load()
-    return tuple(sorted(_BACKENDS, key=lambda n: (_BACKENDS[n].order, n)))
-
-
-def _load() -> None:
-    # why here and not at import: each backend's registration module imports this one
-    import edgenn.backends.cortexm.backend  # noqa: F401
-    import edgenn.backends.host.backend  # noqa: F401
-    import edgenn.backends.ref.backend  # noqa: F401
-    import edgenn.backends.vta.backend  # noqa: F401
+def registered() -> dict[str, Backend]:
+    """The backends registered so far, by name (``edgenn.backends.targets`` has them all)."""
+    return dict(_BACKENDS)

@@ -12,7 +12,7 @@ from typing import Any
 
 from edgenn.api import compile_model, load_model
 from edgenn.backends.bench_report import BenchSettings
-from edgenn.backends.registry import backend_names, get_backend
+from edgenn.backends.targets import backend_names, get_backend
 from edgenn.cli.bench_print import print_bench_report
 from edgenn.cli.compile_cmd import (
     add_device_options,

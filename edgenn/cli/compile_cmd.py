@@ -13,7 +13,7 @@ from edgenn.backends.cortexm.codegen.names import c_identifier
 from edgenn.backends.cortexm.executable import CortexMExecutable
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.backends.host.backend import HostOptions
-from edgenn.backends.registry import get_backend
+from edgenn.backends.targets import get_backend
 from edgenn.backends.vta.backend import VtaOptions
 from edgenn.cli.console import console, table
 from edgenn.cli.options import add_flags, add_model_input_options, flag_values, model_input_options

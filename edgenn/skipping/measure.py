@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from edgenn.backends.registry import get_backend
+from edgenn.backends.targets import get_backend
 from edgenn.datasets import dataset_split
 from edgenn.evaluate import bench_input, images_to_input
 from edgenn.frontends import load
