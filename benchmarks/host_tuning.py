@@ -57,7 +57,7 @@ from edgenn.tune.measure import MeasureProtocol
 from edgenn.tune.plot import COLORS
 from edgenn.tune.session import LayerJob, plan_layers
 from edgenn.tune.space import Point, point_key
-from edgenn.tune.strategy import STRATEGIES, make_strategy
+from edgenn.tune.strategies import STRATEGIES, make_strategy
 from edgenn.tune.target import HostTarget
 from edgenn.utils import atomic_write_bytes
 

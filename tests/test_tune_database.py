@@ -26,7 +26,7 @@ from edgenn.tune.database import (
     study_name,
 )
 from edgenn.tune.errors import TuningDatabaseError
-from edgenn.tune.strategy import make_strategy
+from edgenn.tune.strategies import make_strategy
 from edgenn.tune.tuner import LayerTuner
 
 KEY = "Conv2D(float32[1,8,8,4],float32[8,3,3,4],float32[8])->float32[1,8,8,8]{}"

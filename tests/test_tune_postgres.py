@@ -12,7 +12,7 @@ from pg_server import postgres_url
 from tune_standin import FINGERPRINT, SyntheticMeasurer, fake_space
 
 from edgenn.tune.database import TuningDatabase, best_record
-from edgenn.tune.strategy import make_strategy
+from edgenn.tune.strategies import make_strategy
 from edgenn.tune.tuner import LayerTuner
 
 __all__ = ["postgres_url"]  # the fixture, imported for pytest

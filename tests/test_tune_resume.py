@@ -79,7 +79,7 @@ def test_interrupt_releases_the_claim(tmp_path: Path) -> None:
     import pytest
     from tune_standin import SyntheticMeasurer, fake_space
 
-    from edgenn.tune.strategy import make_strategy
+    from edgenn.tune.strategies import make_strategy
     from edgenn.tune.tuner import LayerTuner, TrialResult
 
     db = TuningDatabase(f"sqlite:///{tmp_path / 'tune.db'}")

@@ -7,7 +7,8 @@ import pytest
 from tune_standin import fake_space, synthetic_ms
 
 from edgenn.tune.space import point_key
-from edgenn.tune.strategy import STRATEGIES, Strategy, make_strategy
+from edgenn.tune.strategies import STRATEGIES, make_strategy
+from edgenn.tune.strategy import Strategy
 
 
 def _drive(strategy: Strategy, budget: int) -> list[float]:

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_standin import FINGERPRINT, SyntheticMeasurer, fake_space  # noqa: E402
 
 from edgenn.tune.database import TuningDatabase  # noqa: E402
-from edgenn.tune.strategy import make_strategy  # noqa: E402
+from edgenn.tune.strategies import make_strategy  # noqa: E402
 from edgenn.tune.tuner import LayerTuner  # noqa: E402
 
 

@@ -24,7 +24,7 @@ from edgenn.cli.options import (
 
 def add_parser(sub: Any) -> None:
     from edgenn.tune.space import MODES
-    from edgenn.tune.strategy import STRATEGIES
+    from edgenn.tune.strategies import STRATEGIES
 
     p = sub.add_parser("tune", help="search kernels and thread schedules per layer (host)")
     p.add_argument("model")

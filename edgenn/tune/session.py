@@ -18,7 +18,7 @@ from edgenn.tune.database import TuningDatabase, redact_url
 from edgenn.tune.errors import TuningError
 from edgenn.tune.measure import MeasureProtocol
 from edgenn.tune.space import LayerSpace, Point
-from edgenn.tune.strategy import STRATEGIES, make_strategy
+from edgenn.tune.strategies import STRATEGIES, make_strategy
 from edgenn.tune.tuner import LayerTuner, LayerTuneResult, Measurer, TrialEvent
 from edgenn.tune.workload import workload_key
 

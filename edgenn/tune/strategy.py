@@ -6,6 +6,9 @@ come from another worker; ``pending(point)`` says someone else is measuring a po
 workers can share one study: each keeps its strategy in step with the database and never
 proposes a point twice. Every strategy proposes the rule-based baseline first, so the best
 found is never a guess about how the default did.
+
+The strategies themselves (grid, random, TPE) subclass :class:`Strategy` and are found by name
+in :mod:`edgenn.tune.strategies`; this module imports none of them.
 """
 
 from __future__ import annotations
@@ -106,20 +109,3 @@ class Strategy:
 
     def _on_release(self, point: Point) -> None:
         """Hook: a pending point was given up."""
-
-
-def make_strategy(name: str, space: LayerSpace[Any], seed: int = 0,
-                  first: Sequence[Point] | None = None) -> Strategy:
-    """``grid``, ``random`` or ``tpe`` over ``space``."""
-    from edgenn.tune.grid import GridStrategy
-    from edgenn.tune.random_search import RandomStrategy
-    from edgenn.tune.tpe import TPEStrategy
-
-    classes: dict[str, type[Strategy]] = {
-        c.name: c for c in (GridStrategy, RandomStrategy, TPEStrategy)}
-    if name not in classes:
-        raise ValueError(f"unknown strategy {name!r} (choose from {', '.join(STRATEGIES)})")
-    return classes[name](space, seed=seed, first=first)
-
-
-STRATEGIES = ("grid", "random", "tpe")
