@@ -1,6 +1,6 @@
 """Hostile inputs (issue 16): fuzzing campaigns and one regression model per bug class.
 
-The campaigns run mutants of the shipped models through the CLI (``edgenn.fuzz``) and
+The campaigns run mutants of the shipped models through the CLI (``tools.fuzzing``) and
 require every command to end in success or one clean error line: no traceback, no hang, no
 warning. The regression tests build one hostile model each and check the one-line error names
 the node or tensor at fault.
@@ -15,9 +15,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from edgenn.fuzz import BYTE_MUTATORS, ONNX_MUTATORS, Outcome, classify, run_campaign
-from edgenn.fuzz.seeds import families, real_seeds, synthetic_onnx_seeds
-from edgenn.fuzz.worker import command_argv, run_command
+from tools.fuzzing import BYTE_MUTATORS, ONNX_MUTATORS, Outcome, classify, run_campaign
+from tools.fuzzing.seeds import families, real_seeds, synthetic_onnx_seeds
+from tools.fuzzing.worker import command_argv, run_command
 
 # why a size cap in the default run: the big seeds (vww, ad01) cost most of the time and
 # exercise the same parsers as the small ones

@@ -1,6 +1,6 @@
 """Hostile TFLite files through ``edgenn inspect`` and ``edgenn run``, in process.
 
-Mutants come from the structure-aware mutators (``edgenn.fuzz.tflite_mutators``): valid
+Mutants come from the structure-aware mutators (``tools.fuzzing.tflite_mutators``): valid
 flatbuffers with hostile content. The contract (issue 16): every command either succeeds or
 fails with one line on stderr; no traceback, no hang, no warning line. Also one regression test
 per class of bug the campaign found, each on a hostile file built here.
@@ -30,10 +30,10 @@ import pytest
 from edgenn.api import load_model
 from edgenn.cli.main import main
 from edgenn.frontends.tflite import load_tflite
-from edgenn.fuzz.outcome import FINDINGS, Outcome, classify
-from edgenn.fuzz.tflite_fb import FbModel, FbTensor, pack, unpack
-from edgenn.fuzz.tflite_mutators import TFLITE_MUTATORS, mutate
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX
+from tools.fuzzing.outcome import FINDINGS, Outcome, classify
+from tools.fuzzing.tflite_fb import FbModel, FbTensor, pack, unpack
+from tools.fuzzing.tflite_mutators import TFLITE_MUTATORS, mutate
 
 ROOT = Path(__file__).resolve().parents[1]
 MLPERF = Path("/work/shared/models/mlperf_tiny")

@@ -185,8 +185,8 @@ def test_cli_validate_and_bench_stateful(tmp_path: Path) -> None:
 
 # -- malformed resource variables: one line naming the node --------------------------------------
 def _mutated(change: str) -> bytes:
-    from edgenn.fuzz.tflite_fb import pack, unpack
     from edgenn.ir.tflite_enums import OP
+    from tools.fuzzing.tflite_fb import pack, unpack
 
     model = unpack(_model("streaming_int8"))
     main = model.subgraphs[0]

@@ -24,9 +24,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from edgenn.fuzz import COMMANDS, Outcome, Report, run_campaign  # noqa: E402
-from edgenn.fuzz.seeds import families  # noqa: E402
 from edgenn.utils import atomic_write_bytes  # noqa: E402
+from tools.fuzzing import COMMANDS, Outcome, Report, run_campaign  # noqa: E402
+from tools.fuzzing.seeds import families  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

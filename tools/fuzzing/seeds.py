@@ -16,9 +16,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from edgenn.fuzz.byte_mutators import BYTE_MUTATORS
-from edgenn.fuzz.onnx_mutators import ONNX_MUTATORS
-from edgenn.fuzz.tflite_mutators import TFLITE_MUTATORS
+from tools.fuzzing.byte_mutators import BYTE_MUTATORS
+from tools.fuzzing.onnx_mutators import ONNX_MUTATORS
+from tools.fuzzing.tflite_mutators import TFLITE_MUTATORS
 
 Mutator = Callable[[bytes, random.Random], bytes]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import tflite
 
-from edgenn.fuzz.tflite_fb import (
+from tools.fuzzing.tflite_fb import (
     FbModel,
     FbOpcode,
     FbOperator,

@@ -15,11 +15,11 @@ instrumented interpreter and a libFuzzer main loop. A seeded loop makes mutant `
 outcome class, which is what the issue's targets are stated in.
 """
 
-from edgenn.fuzz.byte_mutators import BYTE_MUTATORS
-from edgenn.fuzz.campaign import COMMANDS, Finding, Report, mutant, run_campaign
-from edgenn.fuzz.onnx_mutators import ONNX_MUTATORS
-from edgenn.fuzz.outcome import FINDINGS, Outcome, classify
-from edgenn.fuzz.tflite_mutators import TFLITE_MUTATORS
+from tools.fuzzing.byte_mutators import BYTE_MUTATORS
+from tools.fuzzing.campaign import COMMANDS, Finding, Report, mutant, run_campaign
+from tools.fuzzing.onnx_mutators import ONNX_MUTATORS
+from tools.fuzzing.outcome import FINDINGS, Outcome, classify
+from tools.fuzzing.tflite_mutators import TFLITE_MUTATORS
 
 __all__ = ["BYTE_MUTATORS", "COMMANDS", "FINDINGS", "ONNX_MUTATORS", "TFLITE_MUTATORS",
            "Finding", "Outcome", "Report", "classify", "mutant", "run_campaign"]

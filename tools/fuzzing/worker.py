@@ -1,6 +1,6 @@
 """The fuzzing worker: a long-lived process that runs ``edgenn`` commands in-process.
 
-Started as ``python -m edgenn.fuzz.worker``; reads one JSON request per line on stdin
+Started as ``python -m tools.fuzzing.worker``; reads one JSON request per line on stdin
 (``{"command": "run", "model": PATH, "workdir": DIR, "seed": N}``) and answers one JSON line
 ``{"returncode": RC, "stderr": TEXT}`` on the pipe it was given (the original stdout; the
 commands' own stdout goes to /dev/null). Running in-process keeps a mutant to milliseconds

@@ -1,5 +1,5 @@
 """A fuzzing campaign: mutate seed files, run ``edgenn`` commands on every mutant, count how
-each command ended (``edgenn.fuzz.outcome``).
+each command ended (``tools.fuzzing.outcome``).
 
 ``run_campaign(files, mutators, n, commands)`` is the whole API: ``tools/fuzz.py`` runs long
 campaigns with it and ``tests/test_fuzz.py`` short ones. Mutant ``i`` of a campaign with seed
@@ -7,7 +7,7 @@ campaigns with it and ``tests/test_fuzz.py`` short ones. Mutant ``i`` of a campa
 reproduced by re-running that one index (``mutant(...)``), and ``keep_dir`` saves the files
 that gave findings.
 
-The commands run in worker processes (``edgenn.fuzz.worker``), one per core: in-process
+The commands run in worker processes (``tools.fuzzing.worker``), one per core: in-process
 ``edgenn.cli.main.main`` calls, so a mutant costs milliseconds, with the time limit enforced
 from outside (a hung worker is killed and replaced).
 """
@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgenn.fuzz.outcome import FINDINGS, Outcome, classify
+from tools.fuzzing.outcome import FINDINGS, Outcome, classify
 
 Mutator = Callable[[bytes, random.Random], bytes]
+_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding tools/ and edgenn/
 
 COMMANDS = ("inspect", "run", "quantize", "compile")
 # Seconds per command before it counts as a hang; compile builds firmware, so it gets more.
@@ -97,15 +98,17 @@ def mutant(files: Sequence[Path], mutators: Sequence[Mutator], seed: int,
 
 
 class _Worker:
-    """One ``edgenn.fuzz.worker`` process, restarted after a hang or a crash."""
+    """One ``tools.fuzzing.worker`` process, restarted after a hang or a crash."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
 
     def _start(self) -> subprocess.Popen[str]:
+        # why PYTHONPATH: the worker is a module of this checkout's tools/, found from any cwd
+        path = os.pathsep.join(p for p in (str(_ROOT), os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-               "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        return subprocess.Popen([sys.executable, "-m", "edgenn.fuzz.worker"],
+               "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "PYTHONPATH": path}
+        return subprocess.Popen([sys.executable, "-m", "tools.fuzzing.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, env=env)
 
