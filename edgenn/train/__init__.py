@@ -11,12 +11,9 @@ with the install hint when it is missing. :mod:`edgenn.train.metadata` needs onl
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 from typing import Any
 
-from edgenn.errors import EdgennError
-
-TORCH_HINT = "PyTorch is needed for training: pip install torch==2.13.0 (or `make train-deps`)"
+from edgenn.train.torch_dep import TORCH_HINT, require_torch
 
 # name -> submodule, resolved on first attribute access so `import edgenn.train` stays light.
 _LAZY = {
@@ -35,14 +32,6 @@ _LAZY = {
 }
 
 __all__ = ["TORCH_HINT", "require_torch", *_LAZY]
-
-
-def require_torch() -> ModuleType:
-    """Return the ``torch`` module, or raise EdgennError with the install hint."""
-    try:
-        return importlib.import_module("torch")
-    except ImportError:
-        raise EdgennError(TORCH_HINT) from None
 
 
 def __getattr__(name: str) -> Any:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import onnx
 
 from edgenn.errors import EdgennError
-from edgenn.train import require_torch
 from edgenn.train.metadata import METADATA_KEY, blocks_json
 from edgenn.train.skipnet import SkipNet
+from edgenn.train.torch_dep import require_torch
 from edgenn.utils import atomic_write_bytes
 
 if TYPE_CHECKING:

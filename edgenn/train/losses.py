@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from edgenn.errors import EdgennError
-from edgenn.train import require_torch
+from edgenn.train.torch_dep import require_torch
 
 if TYPE_CHECKING:
     import torch

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from edgenn.errors import EdgennError
-from edgenn.train import require_torch
+from edgenn.train.torch_dep import require_torch
 
 if TYPE_CHECKING:
     import torch

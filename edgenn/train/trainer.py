@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from edgenn.errors import EdgennError
-from edgenn.train import require_torch
 from edgenn.train.losses import joint_loss
 from edgenn.train.skipnet import FULL, SkipConfig, SkipNet, full_and_skip_last
+from edgenn.train.torch_dep import require_torch
 
 if TYPE_CHECKING:
     import torch
