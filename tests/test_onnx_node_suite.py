@@ -23,7 +23,7 @@ ort = pytest.importorskip("onnxruntime")
 from edgenn.backends.ref import compile_ref  # noqa: E402
 from edgenn.errors import EdgennError  # noqa: E402
 from edgenn.frontends.onnx import load_onnx  # noqa: E402
-from edgenn.frontends.onnx.registry import supported_onnx_ops  # noqa: E402
+from edgenn.frontends.onnx.loader import supported_onnx_ops  # noqa: E402
 
 # Operators that only move shapes or constants: their node tests take int64 tensors or none
 # edgenn runs as a graph of its own (they are folded while importing real models).

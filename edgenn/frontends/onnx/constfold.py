@@ -14,6 +14,7 @@ import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 
 from edgenn.frontends.onnx.context import Context
+from edgenn.frontends.onnx.reshape import resolve_reshape
 from edgenn.frontends.onnx.values import ConstVal
 
 # Never folded: the QDQ converters need to see quantized constants themselves.
@@ -128,8 +129,6 @@ def _squeeze(ctx: Context, xs: list[np.ndarray]) -> list[np.ndarray]:
 
 @_folder("Reshape")
 def _reshape(ctx: Context, xs: list[np.ndarray]) -> list[np.ndarray]:
-    from edgenn.frontends.onnx.ops.shape import resolve_reshape
-
     spec = xs[1] if len(xs) > 1 else np.asarray(ctx.attr("shape"))
     return [xs[0].reshape(resolve_reshape(ctx, xs[0].shape, spec))]
 

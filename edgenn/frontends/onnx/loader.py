@@ -39,6 +39,12 @@ _ELEM_TYPES: dict[int, DType] = {
 }
 
 
+def supported_onnx_ops() -> list[str]:
+    """The ONNX operator types the importer understands (If: its constant-condition form,
+    which the loader imports itself, ``control.py``)."""
+    return sorted(set(CONVERTERS) | CONTROL_FLOW)
+
+
 def load_onnx(data: bytes, name: str = "<bytes>",
               input_shapes: Mapping[str, Sequence[int]] | None = None,
               input_values: Mapping[str, Any] | None = None) -> Graph:

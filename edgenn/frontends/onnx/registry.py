@@ -1,4 +1,8 @@
-"""The table of ONNX operator converters, keyed by ONNX op type."""
+"""The table of ONNX operator converters, keyed by ONNX op type.
+
+The converters (``ops/``) register here; this module imports none of them. The loader
+imports them all and answers which operators are supported (``supported_onnx_ops``).
+"""
 
 from __future__ import annotations
 
@@ -25,11 +29,3 @@ def converter(*op_types: str) -> Callable[[Converter], Converter]:
 
     return deco
 
-
-def supported_onnx_ops() -> list[str]:
-    """The ONNX operator types the importer understands (If: its constant-condition form,
-    which the loader imports itself, ``control.py``)."""
-    import edgenn.frontends.onnx.ops  # noqa: F401  (fills the table)
-    from edgenn.frontends.onnx.control import CONTROL_FLOW
-
-    return sorted(set(CONVERTERS) | CONTROL_FLOW)
