@@ -3,7 +3,8 @@ converters share.
 
 A converter reads the raw operator (inputs, outputs, decoded options) and appends IR nodes
 to the ``Builder``; the builder checks every node's inferred output against the shape and
-type the file declares. Converters live in ``converters/``, one module per group.
+type the file declares. Converters live in ``converters/``, one module per group; they
+import this table, never the other way round (the loader imports them all).
 """
 
 from __future__ import annotations
@@ -29,13 +30,6 @@ def converter(*codes: int | str) -> Callable[[Converter], Converter]:
         return fn
 
     return deco
-
-
-def converters() -> dict[int, Converter]:
-    """The filled table (imports every converter module once)."""
-    import edgenn.frontends.tflite.converters  # noqa: F401
-
-    return CONVERTERS
 
 
 def output_name(b: Builder, op: RawOperator, slot: int = 0) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from edgenn.frontends.tflite.builder import Builder
+from edgenn.frontends.tflite.dispatch import convert_operator
 from edgenn.frontends.tflite.reader import RawOperator, RawSubgraph
 from edgenn.frontends.tflite.registry import converter, output_name
 from edgenn.ir import DType, Node, Tensor
@@ -50,8 +51,6 @@ def _check_pure(b: Builder, op: RawOperator, sub: RawSubgraph, what: str) -> Non
 def _inline(b: Builder, op: RawOperator, sub: RawSubgraph, what: str) -> list[str]:
     """Convert ``sub``'s operators into ``b`` with its inputs bound to the IF's operands after
     the condition; returns the IR names of its outputs."""
-    from edgenn.frontends.tflite.loader import convert_operator  # why late: loader imports us
-
     operands = op.inputs[1:]
     if len(sub.inputs) != len(operands):
         raise b.fail(op, f"IF {what} subgraph {sub.name!r} takes {len(sub.inputs)} inputs, "
