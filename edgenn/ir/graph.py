@@ -128,7 +128,8 @@ class Graph:
     # -- checks -----------------------------------------------------------------------------
     def validate(self) -> Graph:
         """Check references, order and single assignment; raise one clear error or return self."""
-        from edgenn.ir.shapes import infer_node  # local: shapes imports graph types
+        # why local: importing the IR types does not load every operator definition
+        from edgenn.ir.shapes import infer_node
 
         check_constants(self.tensors)
         defined = {name for name, t in self.tensors.items() if t.is_const}

@@ -16,6 +16,8 @@ An operator is, in this order of dependency:
 
 ``validate_node`` checks a node against its schema (required and unknown attributes, the
 first input's type) with one line naming the node; shape inference calls it first.
+The definitions (``opdefs/``) register here and this module imports none of them:
+``edgenn.ir.shapes`` imports them all, so the table is full once shape inference is loaded.
 """
 
 from __future__ import annotations
@@ -65,12 +67,10 @@ def define_op(name: str, summary: str, types: Iterable[DType], *,
 
 
 def op_schema(name: str) -> OpSchema | None:
-    _load()
     return _SCHEMAS.get(name)
 
 
 def op_schemas() -> list[OpSchema]:
-    _load()
     return [_SCHEMAS[k] for k in sorted(_SCHEMAS)]
 
 
@@ -92,12 +92,3 @@ def validate_node(node: Node, inputs: list[Tensor | None]) -> None:
             f"{node}: {node.op} is not defined for {first.dtype.value} input "
             f"(it takes {', '.join(t.value for t in schema.types)})")
 
-
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import edgenn.ir.opdefs  # noqa: F401  (each module defines its operators)

@@ -22,7 +22,7 @@ import numpy as np
 from edgenn.ir.dtypes import DType
 from edgenn.ir.node import Node
 from edgenn.ir.schema import F32, I8, I16, define_op
-from edgenn.ir.shapes import Inferred, fail, need, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, register_shape
 from edgenn.ir.tensor import Tensor
 
 define_op("Sub", "element-wise difference a - b with broadcasting and a fused activation",

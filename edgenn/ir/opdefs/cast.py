@@ -16,7 +16,7 @@ from __future__ import annotations
 from edgenn.ir.dtypes import DType
 from edgenn.ir.node import Node
 from edgenn.ir.schema import define_op
-from edgenn.ir.shapes import Inferred, fail, need, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, register_shape
 from edgenn.ir.tensor import Tensor
 
 CASTABLE = (DType.FLOAT32, DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from edgenn.ir.node import Node
 from edgenn.ir.schema import F32, I8, I16, define_op
-from edgenn.ir.shapes import Inferred, fail, need, need_rank, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, need_rank, register_shape
 from edgenn.ir.tensor import Tensor
 
 define_op("TransposeConv2D", "transposed 2-D convolution (NHWC), cropped and extended",

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgenn.ir import DType, Node, Tensor
+from edgenn.ir.dtypes import DType
+from edgenn.ir.node import Node
 from edgenn.ir.schema import F32, I8, I16, define_op
-from edgenn.ir.shapes import Inferred, fail, need, need_rank, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, need_rank, register_shape
+from edgenn.ir.tensor import Tensor
 
 # TFLite's operand order of (UNIDIRECTIONAL_SEQUENCE_)LSTM, which IR LSTM keeps.
 LSTM_OPERANDS = (

@@ -28,7 +28,7 @@ import numpy as np
 from edgenn.ir.dtypes import DType
 from edgenn.ir.node import Node
 from edgenn.ir.schema import F32, I8, I16, define_op
-from edgenn.ir.shapes import Inferred, fail, need, need_rank, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, need_rank, register_shape
 from edgenn.ir.tensor import Tensor
 
 _REDUCE = ("axes",)

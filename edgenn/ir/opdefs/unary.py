@@ -11,7 +11,7 @@ from numbers import Real
 
 from edgenn.ir.node import Node
 from edgenn.ir.schema import F32, I8, I16, define_op
-from edgenn.ir.shapes import Inferred, fail, need, register_shape
+from edgenn.ir.shape_rules import Inferred, fail, need, register_shape
 from edgenn.ir.tensor import Tensor
 
 define_op("LeakyRelu", "x if x > 0 else alpha * x", (F32, I8, I16), required=("alpha",),
