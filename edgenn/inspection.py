@@ -14,7 +14,8 @@ from typing import Any
 from edgenn.analysis import layer_costs
 from edgenn.backends.cortexm.codegen.memory import plan_arena
 from edgenn.backends.cortexm.flash_policy import constant_bytes
-from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
+from edgenn.backends.cortexm.kernel import KernelCall
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import Graph

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from edgenn.backends.cortexm.codegen.emit import render
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels.conv_s16 import WIDE64, epilogue, pair_order
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.backends.ref.kernels.fixed_point_s16 import (

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from edgenn.backends.cortexm import kernel as kernel_registry
+from edgenn.backends.cortexm import selection
 from edgenn.backends.cortexm.codegen.emit import array_decl
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernels.conv import conv_params
@@ -180,8 +181,7 @@ def test_emulator_matches_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("unicorn")
     from edgenn.backends.cortexm.executable import compile_cortexm
 
-    kernel_registry.kernels_for("Conv2D")  # load the built-in kernels first
-    portable = [k for k in kernel_registry.kernels_for("Conv2D") if k.priority == 0]
+    portable = [k for k in selection.kernels_for("Conv2D") if k.priority == 0]
     monkeypatch.setitem(kernel_registry._KERNELS, "Conv2D", [KERNEL, *portable])
     rng = np.random.default_rng(3)
     for c in CASES:
@@ -213,8 +213,7 @@ def test_emulator_compact_matches_reference(monkeypatch: pytest.MonkeyPatch) -> 
     pytest.importorskip("unicorn")
     from edgenn.backends.cortexm import executable
 
-    kernel_registry.kernels_for("Conv2D")
-    portable = [k for k in kernel_registry.kernels_for("Conv2D") if k.priority == 0]
+    portable = [k for k in selection.kernels_for("Conv2D") if k.priority == 0]
     monkeypatch.setitem(kernel_registry._KERNELS, "Conv2D", [KERNEL, *portable])
     rng = np.random.default_rng(4)
     for i in (0, 2, 4, 5, 7, 10, 14):

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from edgenn.backends.cortexm.codegen.emit import render
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels.dense import (
     ROWS,
     DenseFullyConnected,
@@ -31,6 +30,7 @@ from edgenn.backends.cortexm.kernels.dense import (
     pair_elements,
     row_groups,
 )
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

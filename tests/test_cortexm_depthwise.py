@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from edgenn.backends.cortexm.codegen.emit import array_decl
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.kernels.depthwise import (
     UNIFORM,
@@ -26,6 +25,7 @@ from edgenn.backends.cortexm.kernels.depthwise import (
     plan_layer,
     row_code,
 )
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from edgenn.backends.cortexm.codegen.emit import render
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels import eltwise_simd
 from edgenn.backends.cortexm.kernels.common import ref_layer
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

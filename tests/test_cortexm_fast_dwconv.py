@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.kernels.fast_dwconv import (
     FastDepthwiseConv,
@@ -28,6 +27,7 @@ from edgenn.backends.cortexm.kernels.fast_dwconv import (
     dw_scratch,
     pack_dw_weights,
 )
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.kernels.fast_conv1ch import (
     FastConv1Ch,
@@ -28,6 +27,7 @@ from edgenn.backends.cortexm.kernels.fast_conv1ch import (
     pack_conv1ch_weights,
 )
 from edgenn.backends.cortexm.kernels.fast_fc import FastFullyConnected, fc_pairs, fc_plan
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

@@ -73,7 +73,7 @@ def test_float_model_matches_tflm(model: str, target: str) -> None:
 @needs_arm
 def test_float_kernels_are_chosen() -> None:
     """Every layer of the float CNN runs a float32 kernel (none falls back or fails)."""
-    from edgenn.backends.cortexm.kernel import select_kernel
+    from edgenn.backends.cortexm.selection import select_kernel
     from edgenn.backends.cortexm.targets import CORES
 
     graph = load_tflite(MODELS["float_cnn"].read_bytes(), "float_cnn")

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
-from edgenn.backends.cortexm.kernel import select_kernel
 from edgenn.backends.cortexm.kernels import pointwise as pw
 from edgenn.backends.cortexm.kernels.conv import conv_params
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor

@@ -18,7 +18,8 @@ from edgenn.backends.cortexm.flash_policy import (
     int8_parameter_bytes,
     plan_widening,
 )
-from edgenn.backends.cortexm.kernel import select_kernel, uses_widened_weights
+from edgenn.backends.cortexm.kernel import uses_widened_weights
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.frontends.tflite import load_tflite
 

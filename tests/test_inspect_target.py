@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edgenn.backends.cortexm.kernel import select_kernel
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.cli.main import main
 from edgenn.frontends.tflite import load_tflite

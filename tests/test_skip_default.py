@@ -193,7 +193,7 @@ def test_skip_layout_of_twenty_blocks_plans_linearly(
         plans: Callable[[int], PlanCounter]) -> None:
     """The generator's union arena for 20 blocks, without gcc: O(N) plans, each checked."""
     from edgenn.backends.cortexm.codegen.skip import plan_skip_layout
-    from edgenn.backends.cortexm.kernel import select_kernel
+    from edgenn.backends.cortexm.selection import select_kernel
     from edgenn.backends.cortexm.targets import get_core
 
     graph = quantized(residual_net(n_blocks=20))

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import edgenn.ir.opdefs  # noqa: E402, F401  (defines every operator)
-from edgenn.backends.cortexm.kernel import kernel_types, kernels_for  # noqa: E402
+from edgenn.backends.cortexm.kernel import kernel_types  # noqa: E402
+from edgenn.backends.cortexm.selection import kernels_for  # noqa: E402
 from edgenn.backends.host.executable import HOST_C_OPS  # noqa: E402
 from edgenn.backends.ref.layer import registered  # noqa: E402
 from edgenn.ir import DType  # noqa: E402

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from edgenn.api import compile_model
-from edgenn.backends.cortexm.kernel import select_kernel
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite

@@ -24,7 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgenn.backends.cortexm.kernel import KernelCall, widened_kernel
+from edgenn.backends.cortexm.kernel import KernelCall
+from edgenn.backends.cortexm.selection import widened_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph
 

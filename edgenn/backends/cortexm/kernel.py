@@ -30,7 +30,9 @@ function is named ``@P@_conv`` and the call says ``{prefix}_conv(...)``; arrays 
 ``sources`` names files under ``edgenn/backends/cortexm/c/``: each ``x.c`` is compiled and
 linked and its ``x.h`` included by model.c; a ``y.h`` entry is only included (for
 ``static inline`` kernels specialised per call site).
-Kernels are chosen by the registry, never by ``#ifdef`` chains in C.
+Kernels are chosen by the registry, never by ``#ifdef`` chains in C: each kernel module
+(``kernels/``) registers here and this module imports none of them;
+``edgenn.backends.cortexm.selection`` imports them all and picks the kernel of a node.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 
 C_TYPES = {
@@ -131,10 +132,15 @@ def register_kernel(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def kernels_for(op: str) -> Sequence[Kernel]:
-    """Registered kernels of ``op``, highest priority first."""
-    _load_builtin()
+def registered(op: str) -> Sequence[Kernel]:
+    """The kernels registered so far for ``op``, highest priority first (every built-in one
+    once ``edgenn.backends.cortexm.selection`` is imported)."""
     return tuple(_KERNELS.get(op, ()))
+
+
+def registered_ops() -> list[str]:
+    """The operators some kernel registered so far runs."""
+    return sorted(_KERNELS)
 
 
 def kernel_types(kernel: Kernel) -> tuple[DType, ...]:
@@ -142,77 +148,6 @@ def kernel_types(kernel: Kernel) -> tuple[DType, ...]:
     return tuple(getattr(kernel, "types", (DType.INT8,)))
 
 
-def supported_types(op: str) -> set[DType]:
-    """The first-input element types some Cortex-M kernel of ``op`` declares."""
-    return {t for kernel in kernels_for(op) for t in kernel_types(kernel)}
-
-
-def supported_ops() -> dict[str, set[DType]]:
-    """Every operator with a Cortex-M kernel, and the element types those kernels take."""
-    _load_builtin()
-    return {op: supported_types(op) for op in sorted(_KERNELS)}
-
-
 def uses_widened_weights(kernel: Kernel) -> bool:
     """True for kernels whose weights are stored pre-widened to int16."""
     return bool(getattr(kernel, "widened_weights", False))
-
-
-def widened_kernel(node: Node, graph: Graph, core: Core) -> Kernel | None:
-    """The highest-priority pre-widened-weight kernel matching ``node``, if any."""
-    for kernel in kernels_for(node.op):
-        if uses_widened_weights(kernel) and kernel.matches(node, graph, core):
-            return kernel
-    return None
-
-
-# why: these kernels index their activations as one image ([1, H, W, C]); the graph is
-# otherwise free to declare any first axis (edgenn.ir.batch), and the element-wise, dense,
-# recurrent and data-movement kernels loop over it or treat it as just another axis
-_BATCH_ONE_OPS = frozenset({"Conv2D", "MaxPool2D", "AvgPool2D", "TransposeConv2D",
-                            "FusedConvChain", "Resize", "LRN"})
-
-
-def _check_batch_one(node: Node, graph: Graph, core: Core) -> None:
-    """One line instead of a silently wrong result for a declared batch above 1."""
-    if node.op not in _BATCH_ONE_OPS or not node.inputs or not node.inputs[0]:
-        return
-    shape = graph.tensor(node.inputs[0]).shape
-    if len(shape) >= 3 and shape[0] != 1:
-        raise UnsupportedOperatorError(
-            f"{node}: the Cortex-M kernels for {node.op} run one sample (batch 1), but the "
-            f"input is declared {list(shape)} on {core.name}; export the model with batch 1 "
-            "and give the samples as a batch of invocations")
-
-
-def select_kernel(node: Node, graph: Graph, core: Core, widened: bool = False) -> Kernel:
-    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none.
-
-    Kernels with pre-widened int16 weights are skipped unless ``widened`` (then one of them
-    is preferred where it matches): weights stay int8 in flash by default.
-    """
-    _check_batch_one(node, graph, core)
-    if widened:
-        found = widened_kernel(node, graph, core)
-        if found is not None:
-            return found
-    for kernel in kernels_for(node.op):
-        if not uses_widened_weights(kernel) and kernel.matches(node, graph, core):
-            return kernel
-    first = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
-    dtype = first.dtype.value if first is not None else "?"
-    raise UnsupportedOperatorError(
-        f"{node}: no Cortex-M kernel for {node.op} with {dtype} input on {core.name}"
-    )
-
-
-_loaded = False
-
-
-def _load_builtin() -> None:
-    """Import the built-in kernel modules once (each registers its kernels on import)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    import edgenn.backends.cortexm.kernels  # noqa: F401

@@ -97,7 +97,7 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
 def firmware_arena_bytes(graph: Graph, core: Core,
                          widened_layers: frozenset[int] = frozenset()) -> int:
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch."""
-    from edgenn.backends.cortexm.kernel import select_kernel
+    from edgenn.backends.cortexm.selection import select_kernel
 
     calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
              for i, n in enumerate(graph.nodes)]

@@ -27,7 +27,8 @@ from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
 from edgenn.backends.cortexm.codegen.state import state_slots
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.fit import FitError, kib_to_fit
-from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
+from edgenn.backends.cortexm.kernel import KernelCall
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Tensor

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgenn.backends.cortexm.codegen.memory import scratch_name
-from edgenn.backends.cortexm.kernel import KernelCall, select_kernel
+from edgenn.backends.cortexm.kernel import KernelCall
+from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import PlanError
 from edgenn.ir import Graph
