@@ -7,7 +7,7 @@ import pytest
 from tune_standin import fake_space, synthetic_ms
 
 from edgenn.tune.space import point_key
-from edgenn.tune.strategies import STRATEGIES, make_strategy
+from edgenn.tune.strategies import STRATEGIES, make_strategy, strategy_classes
 from edgenn.tune.strategy import Strategy
 
 
@@ -107,3 +107,8 @@ def test_tpe_beats_grid_and_finds_the_optimum() -> None:
 def test_unknown_strategy() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
         make_strategy("annealing", fake_space())
+
+
+def test_strategy_names_are_the_classes() -> None:
+    """The names the CLI lists without importing the strategies are exactly the classes'."""
+    assert tuple(strategy_classes()) == STRATEGIES
