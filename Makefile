@@ -47,7 +47,7 @@ test-all: train-deps debs
 
 lint: $(VENV)/.stamp-test
 	$(VENV)/bin/ruff check edgenn tests benchmarks tools
-	$(VENV)/bin/mypy edgenn
+	$(VENV)/bin/mypy --explicit-package-bases edgenn tools/fuzzing
 
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/ref_runtime_throughput.py

@@ -28,8 +28,9 @@ def test_ruff_clean() -> None:
 
 
 def test_mypy_clean() -> None:
-    proc = subprocess.run([_tool("mypy"), "edgenn"], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+    # the fuzzing harness left the package (a tool above the CLI) but stays type-checked
+    proc = subprocess.run([_tool("mypy"), "--explicit-package-bases", "edgenn", "tools/fuzzing"],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
