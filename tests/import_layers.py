@@ -21,18 +21,18 @@ function alike (a function-local import does not make a dependency go away); imp
 
 The edges of the module graph: ``import edgenn.a.b`` is an edge to ``edgenn.a.b``; ``from
 edgenn.a import b`` is an edge to ``edgenn.a.b`` when ``b`` is a module, otherwise to the
-package module ``edgenn.a`` (its ``__init__``, whose names are read); ``importlib.import_module``
-of a literal name is an edge to it, and of ``f"{__name__}.{...}"`` or ``f"edgenn.a.{...}"``
-(the "import every module of this package" loops of the registries) an edge to every direct
-child of that package. Names computed from data (``tune.database`` decoding a class name) are
-not edges. The ``__init__`` of the parents that Python runs first (``import edgenn.a.b.c``
-runs ``edgenn.a`` and ``edgenn.a.b``) is not an edge: the importer reads none of their names,
-and Python initialises them before the child whatever they import. Counted, they would put
-every package whose ``__init__`` re-exports its children in one cycle with them (most of
-them here), and, through ``edgenn/__init__.py`` re-exporting the API, every module in one. So
-a package's ``__init__`` may be a facade above its children as long as no child imports the
-package's own names (that is an edge): the shared piece then lives in a child module that
-both import (``edgenn.train.torch_dep``).
+package module ``edgenn.a`` (its ``__init__``, whose names are read). ``importlib.import_module``
+(or ``__import__``) of a literal name is an edge to it; of ``f"{__name__}.{...}"`` or
+``f"edgenn.a.{...}"`` (the "import every module of this package" loops of the registries), an
+edge to every direct child of that package. Names computed from data (``tune.database``
+decoding a class name) are not edges. The ``__init__`` of the parents that Python runs first
+(``import edgenn.a.b.c`` runs ``edgenn.a`` and ``edgenn.a.b``) is not an edge: the importer
+reads none of their names, and Python initialises them before the child whatever they import.
+Counted, they would put every package whose ``__init__`` re-exports its children in one cycle
+with them (most of them here) and, through ``edgenn/__init__.py`` re-exporting the API, every
+module in one. So a package's ``__init__`` may be a facade above its children as long as no
+child imports the package's own names (that is an edge): the shared piece then lives in a
+child module that both import (``edgenn.train.torch_dep``).
 
 ``tests/test_lint.py`` runs both checks: 0 upward imports and 0 cycles, with no allow-list.
 """
@@ -95,7 +95,9 @@ def _type_checking_ids(tree: ast.Module) -> set[int]:
     """The nodes under the body of an ``if TYPE_CHECKING:`` (its ``else`` runs)."""
     ids: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+                or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
             ids |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     return ids
 
@@ -117,8 +119,10 @@ def _children(modules: Iterable[str], package: str) -> list[str]:
 def _dynamic(call: ast.Call, module: str, is_package: bool,
              modules: dict[str, Path]) -> list[str]:
     """The modules an ``importlib.import_module(...)`` call may import (see the docstring)."""
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "import_module"
-            or isinstance(call.func, ast.Name) and call.func.id == "import_module"):
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else ""
+    if name not in ("import_module", "__import__"):
         return []
     if not call.args:
         return []
@@ -177,7 +181,7 @@ def imports(root: Path) -> list[Import]:
                 if name == "edgenn" or name.startswith("edgenn."):
                     found.append(Import(str(path.relative_to(root.parent)), node.lineno,
                                         module, name, id(node) in local_ids))
-    return found
+    return sorted(found, key=lambda i: (i.path, i.line, i.imported))
 
 
 def upward(root: Path) -> list[Import]:

@@ -117,8 +117,8 @@ def test_cycle_check_finds_registration_and_dynamic_cycles(tmp_path: Path) -> No
 
 
 def test_upward_check_counts_function_local_imports(tmp_path: Path) -> None:
-    """The checker itself: an import from a higher layer inside a function is reported, one
-    under ``if TYPE_CHECKING:`` is not."""
+    """The checker itself: an import from a higher layer inside a function (or by
+    ``__import__``) is reported, one under ``if TYPE_CHECKING:`` is not."""
     from tests.import_layers import upward
 
     root = _package(tmp_path, {
@@ -128,9 +128,12 @@ def test_upward_check_counts_function_local_imports(tmp_path: Path) -> None:
                 from edgenn.api import compile_model
             def hint():
                 from edgenn.cli.main import main
+            if not TYPE_CHECKING:
+                __import__("edgenn.api")
             """,
         "api.py": "compile_model = None\n",
         "cli/main.py": "from edgenn.api import compile_model\n",
     })
     assert [str(i) for i in upward(root)] == [
-        "edgenn/errors.py:6: edgenn.errors -> edgenn.cli.main"]
+        "edgenn/errors.py:6: edgenn.errors -> edgenn.cli.main",
+        "edgenn/errors.py:8: edgenn.errors -> edgenn.api"]
