@@ -33,6 +33,7 @@ from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
 from edgenn.backends.ref.layer import Layer, ieee_arithmetic
 from edgenn.backends.ref.runtime import state_values
+from edgenn.backends.timing import DEFAULT_TIMING, TimedRuns
 from edgenn.errors import EdgennError, ShapeError
 from edgenn.ir import DType, Graph, Node, Tensor
 from edgenn.ir.batch import first_sample, takes_batch
@@ -221,15 +222,16 @@ class HostExecutable:
         """The static arena a device would allocate for this graph at batch 1, in bytes."""
         return {"arena": int(self.memory_plan().peak_bytes), "state": 0}
 
-    def measure(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
-                cpu_repeats: int = 5) -> HostBenchResult:
+    def measure(self, *inputs: np.ndarray, repeats: int = DEFAULT_TIMING.repeats,
+                warmup: int = DEFAULT_TIMING.warmup, cpu_repeats: int = 5) -> HostBenchResult:
         """Median latency of one inference. ``inputs`` default to seeded random data.
 
         After the ``repeats`` timed runs, ``cpu_repeats`` more measure each thread's CPU time
         for the load-independent ``cpu_critical_ms`` (apart, so the clock reads do not slow
         the timed runs)."""
-        if repeats < 1 or warmup < 0 or cpu_repeats < 0:
-            raise EdgennError("bench needs repeats >= 1, warmup >= 0 and cpu_repeats >= 0")
+        TimedRuns(warmup, repeats)  # why: its checks, one message for every timed target
+        if cpu_repeats < 0:
+            raise EdgennError(f"need cpu_repeats >= 0, got {cpu_repeats}")
         xs = tuple(first_sample(self.graph, inputs)) if inputs else self.example_inputs()
         totals: list[float] = []
         per_layer: list[list[float]] = [[] for _ in self.steps]
