@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from edgenn.backends.cortexm.kernels.conv_dsp import (
 )
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
+from edgenn.cc.driver import run_tool
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
 
@@ -89,7 +89,7 @@ def build_firmware(out_dir: Path, opt: str = "-O2") -> Path:
            "-Werror", "-nostartfiles", "--specs=nano.specs", f"-I{C_DIR}",
            "-T", str(out_dir / "link.ld"), "-Wl,--entry=bench_run",
            str(out_dir / "bench.c"), str(C_DIR / "edgenn_conv_s8_dsp.c"), "-o", str(elf)]
-    subprocess.run(cmd, check=True)
+    run_tool(cmd, "building the conv benchmark firmware")
     return elf
 
 

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("tflite_micro")
 
 from edgenn.api import compile_model  # noqa: E402
-from edgenn.backends.cortexm.build import _first_error  # noqa: E402
+from edgenn.cc.driver import first_error  # noqa: E402
 from edgenn.frontends.tflite import load_tflite  # noqa: E402
 from edgenn.oracles.tflm import tflm_run  # noqa: E402
 
@@ -86,7 +86,7 @@ def test_flash_overflow_is_one_line() -> None:
     stderr = ("/usr/bin/arm-none-eabi-ld: model.elf section `.rodata' will not fit in region "
               "`FLASH'\n/usr/bin/arm-none-eabi-ld: region `FLASH' overflowed by 270632 bytes\n"
               "collect2: error: ld returned 1 exit status\n")
-    assert _first_error(stderr, Path(".")) == "the image overflows FLASH by 270,632 bytes"
+    assert first_error(stderr, Path(".")) == "the image overflows FLASH by 270,632 bytes"
 
 
 @needs_arm

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
+from edgenn.backends.timing import TimedRuns
 from edgenn.errors import EdgennError
 
 SCHEMA = "edgenn.bench/1"
@@ -99,18 +100,16 @@ class BenchReport(Generic[D]):
 
 
 @dataclass(frozen=True)
-class BenchSettings:
-    """How to benchmark: timed repetitions for measured targets, the clock for cycle models.
+class BenchSettings(TimedRuns):
+    """How to benchmark: the timed runs (``TimedRuns``) for measured targets, the clock for
+    cycle models.
 
     A target uses what applies to it (a cycle-model emulation is deterministic: one run).
     """
 
-    repeats: int = 10
-    warmup: int = 3
     clock_mhz: float = 64.0
 
     def __post_init__(self) -> None:
-        if self.repeats < 1 or self.warmup < 0 or not self.clock_mhz > 0:
-            raise EdgennError(f"bench needs repeats >= 1, warmup >= 0 and a clock above 0 MHz "
-                              f"(got repeats {self.repeats}, warmup {self.warmup}, clock "
-                              f"{self.clock_mhz:g} MHz)")
+        super().__post_init__()
+        if not self.clock_mhz > 0:
+            raise EdgennError(f"bench needs a clock above 0 MHz (got {self.clock_mhz:g} MHz)")

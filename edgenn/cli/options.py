@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from edgenn.backends.options import option_flags
+from edgenn.backends.timing import DEFAULT_TIMING
 from edgenn.utils import atomic_write_bytes
 
 STDOUT = "-"
@@ -49,8 +50,8 @@ def add_hidden_alias(p: argparse.ArgumentParser, flag: str, dest: str, **kwargs:
     p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
-DEFAULT_WARMUP = 3  # untimed runs before the timed ones (caches, page faults, thread start-up)
-DEFAULT_REPEATS = 10  # timed runs; the median is reported
+DEFAULT_WARMUP = DEFAULT_TIMING.warmup  # untimed runs before the timed ones
+DEFAULT_REPEATS = DEFAULT_TIMING.repeats  # timed runs; the median is reported
 
 
 def add_timing_options(p: argparse.ArgumentParser, what: str) -> None:

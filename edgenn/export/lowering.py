@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tflite
@@ -214,6 +214,13 @@ class Lowering:
             self.emit(OP.QUANTIZE, [tmp], [y], BO.QuantizeOptions, options, version=2)
 
         return tmp, finish
+
+    def transpose(self, x: int, y: int, perm: Sequence[int], perm_name: str) -> None:
+        """Emit TRANSPOSE of tensor ``x`` into ``y`` by ``perm`` (an int32 constant named
+        after ``perm_name``)."""
+        perm_t = self.int32_const(perm_name, [int(p) for p in perm])
+        options = _empty(tflite.TransposeOptionsStart, tflite.TransposeOptionsEnd)
+        self.emit(OP.TRANSPOSE, [x, perm_t], [y], BO.TransposeOptions, options)
 
     def pad(self, x: int, pads: list[tuple[int, int]], value: float | int | None = None) -> int:
         """Insert PAD (value None: zero / the zero point) or PADV2 in front; the new tensor."""

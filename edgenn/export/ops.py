@@ -471,15 +471,8 @@ def _transpose(lw: Lowering) -> None:
     assert lw.node is not None
     perm = [int(p) for p in lw.node.attr("perm")]
     x = lw.input(0)
-    perm_t = lw.int32_const(f"{lw.node.name}_perm", perm)
     y, finish = lw.output_as_input()
-    lw.emit(
-        OP.TRANSPOSE,
-        [x, perm_t],
-        [y],
-        BO.TransposeOptions,
-        empty_options(tflite.TransposeOptionsStart, tflite.TransposeOptionsEnd),
-    )
+    lw.transpose(x, y, perm, f"{lw.node.name}_perm")
     finish()
 
 

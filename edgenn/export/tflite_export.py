@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import tflite
 
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.export import lowerings  # noqa: F401  (registers the group lowerings)
 from edgenn.export.flatbuffer import serialize
-from edgenn.export.lowering import BO, OP, Lowering, empty_options
+from edgenn.export.lowering import Lowering
 from edgenn.export.ops import LOWER
 from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
@@ -46,7 +45,8 @@ def export_tflite(graph: Graph, nhwc_io: bool = False) -> bytes:
         ext = lw.new_tensor(name, graph.external_shape(name), t.dtype, t.quant)
         model.inputs.append(ext)
         internal = lw.new_tensor(f"{name}_nhwc", t.shape, t.dtype, t.quant)
-        _transpose(lw, ext, internal, [int(p) for p in np.argsort(perm)])
+        lw.transpose(ext, internal, [int(p) for p in np.argsort(perm)],
+                     f"{model.tensors[internal].name}_perm")
         lw.ir_to_tfl[name] = internal
 
     for node in graph.nodes:
@@ -66,20 +66,9 @@ def export_tflite(graph: Graph, nhwc_io: bool = False) -> bytes:
             continue
         model.rename(idx, model.unique_name(f"{name}_nhwc"))
         ext = lw.new_tensor(name, graph.external_shape(name), t.dtype, t.quant)
-        _transpose(lw, idx, ext, [int(p) for p in perm])
+        lw.transpose(idx, ext, perm, f"{model.tensors[ext].name}_perm")
         model.outputs.append(ext)
     return serialize(model)
-
-
-def _transpose(lw: Lowering, x: int, y: int, perm: list[int]) -> None:
-    perm_t = lw.int32_const(f"{lw.model.tensors[y].name}_perm", perm)
-    lw.emit(
-        OP.TRANSPOSE,
-        [x, perm_t],
-        [y],
-        BO.TransposeOptions,
-        empty_options(tflite.TransposeOptionsStart, tflite.TransposeOptionsEnd),
-    )
 
 
 def save_tflite(graph: Graph, path: str | os.PathLike[str], nhwc_io: bool = False) -> None:

@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from edgenn.svm.errors import BufferFullError, SvmDataError, SvmParameterError
 from edgenn.svm.ovo import class_pairs, train_ovo
-from edgenn.svm.smo import check_hyper
+from edgenn.svm.smo import check_finite, check_hyper
 
 CARRY_POLICIES = ("support_vectors", "warm_start", "none")
 
@@ -123,11 +123,7 @@ class TrainingBuffer:
         if x.shape[1:] != (self.n_features,):
             raise SvmDataError(f"features have shape {list(x.shape)}, the buffer holds "
                                f"[N, {self.n_features}]")
-        bad = ~np.isfinite(x)
-        if bad.any():
-            row, col = (int(v) for v in np.argwhere(bad)[0])
-            raise SvmDataError(f"feature [{row}, {col}] is {x[row, col]}: features must be "
-                               "finite")
+        check_finite(x, "feature ")
         self.x[self.count:self.count + m] = x
         self.labels[self.count:self.count + m] = class_index
         self.alpha[self.count:self.count + m] = 0.0

@@ -30,7 +30,7 @@ from edgenn.svm.ovo import (
     train_ovo,
     vote_predict,
 )
-from edgenn.svm.smo import check_hyper
+from edgenn.svm.smo import check_finite, check_hyper
 
 _PARAMS = ("C", "tol", "max_iter", "solver", "decision_function_shape")
 _SHAPES = ("ovr", "ovo")
@@ -224,11 +224,7 @@ def check_features(X: npt.ArrayLike) -> npt.NDArray[np.float64]:
         raise SvmDataError(f"X must be 2-D [n_samples, n_features], got shape {list(x.shape)}")
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise SvmDataError(f"X has shape {list(x.shape)}: needs at least one sample and feature")
-    bad = ~np.isfinite(x)
-    if bad.any():
-        row, col = (int(v) for v in np.argwhere(bad)[0])
-        raise SvmDataError(f"X[{row}, {col}] is {x[row, col]} (row {row}, column {col}): "
-                           "features must be finite")
+    check_finite(x)
     return x
 
 

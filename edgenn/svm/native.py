@@ -32,7 +32,13 @@ import numpy.typing as npt
 from edgenn.cc import compiler_available, load_library
 from edgenn.errors import EdgennError
 from edgenn.svm.errors import BufferFullError, SvmDataError, SvmParameterError
-from edgenn.svm.smo import DEFAULT_MAX_GRAM_BYTES, BinarySolution, check_hyper, check_problem
+from edgenn.svm.smo import (
+    DEFAULT_MAX_GRAM_BYTES,
+    BinarySolution,
+    check_finite,
+    check_hyper,
+    check_problem,
+)
 
 Precision = Literal["float64", "float32"]
 C_DIR = Path(__file__).resolve().parent / "c"
@@ -310,11 +316,7 @@ class NativeSvmLayer:
             raise BufferFullError(f"SVM training buffer is full ({self.count} of "
                                   f"{self.capacity} samples): train it before appending "
                                   f"{len(xs)} more")
-        bad = ~np.isfinite(xs)
-        if bad.any():
-            row, col = (int(v) for v in np.argwhere(bad)[0])
-            raise SvmDataError(f"feature [{row}, {col}] is {xs[row, col]}: features must be "
-                               "finite")
+        check_finite(xs, "feature ")
         n = self.count
         self.x[n:n + len(xs)] = xs
         self.labels[n:n + len(xs)] = idx

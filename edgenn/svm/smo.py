@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -314,15 +315,22 @@ def check_problem(X: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Float64Array, Flo
     if labels.shape != (x.shape[0],):
         raise SvmDataError(f"y has shape {list(labels.shape)}, expected [{x.shape[0]}] "
                            "(one label per row of X)")
-    bad = ~np.isfinite(x)
-    if bad.any():
-        row, col = (int(v) for v in np.argwhere(bad)[0])
-        raise SvmDataError(f"X[{row}, {col}] is {x[row, col]} (features must be finite)")
+    check_finite(x)
     if not np.isin(labels, (-1, 1)).all():
         raise SvmDataError("binary labels y must be -1 or +1")
     if not ((labels > 0).any() and (labels < 0).any()):
         raise SvmDataError("a binary problem needs samples of both labels +1 and -1")
     return x, labels.astype(np.float64)
+
+
+def check_finite(x: npt.NDArray[Any], name: str = "X") -> None:
+    """One SvmDataError naming the first NaN or inf of the features ``x`` [n, d] (``name``:
+    how the message calls them, ``X[r, c]`` or ``feature [r, c]``)."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        raise SvmDataError(f"{name}[{row}, {col}] is {x[row, col]} (row {row}, column {col}): "
+                           "features must be finite")
 
 
 def check_hyper(C: float, tol: float, max_iter: int) -> tuple[float, float, int]:

@@ -1,8 +1,8 @@
-"""The measurement protocol: warm-up runs, timed repeats, the median; optional cache flush.
+"""The measurement protocol of a tuning trial: ``edgenn.backends.timing.TimedRuns`` (warm-up
+runs, timed repeats, the median) plus an optional cache flush, a pause and a time cap.
 
-The median, not the mean or the minimum: a shared machine's interruptions make long outliers,
-and the median of a few repeats ignores them without rewarding the one lucky run (the minimum
-is what a quiet machine would give, but it favours high-variance candidates).
+The median, not the minimum: the minimum is what a quiet machine would give, but it favours
+high-variance candidates.
 """
 
 from __future__ import annotations
@@ -15,17 +15,20 @@ from pathlib import Path
 
 import numpy as np
 
+from edgenn.backends.timing import TimedRuns, TimingError
+
 MIN_REPEATS = 3  # a median needs a few runs to ignore one outlier
 
 
 @dataclass(frozen=True)
-class MeasureProtocol:
+class MeasureProtocol(TimedRuns):
     """How one candidate is timed.
 
     ``warmup`` untimed runs first (code and data into the caches, the thread pool awake),
-    then ``repeats`` timed runs; the result is their median. ``max_ms`` stops the repeats
-    once the timed runs add up to that much (after at least ``MIN_REPEATS``): slow candidates
-    get fewer runs, fast ones, whose timings are noisier, all of them.
+    then ``repeats`` timed runs (the defaults of ``TimedRuns``); the result is their median.
+    ``max_ms`` stops the repeats once the timed runs add up to that much (after at least
+    ``MIN_REPEATS``): slow candidates get fewer runs, fast ones, whose timings are noisier,
+    all of them.
 
     ``idle_ms``: the measurer sleeps this long before every run, so the thread pool's workers
     have stopped spinning and sleep, as they do inside a model while the layers between two
@@ -37,20 +40,16 @@ class MeasureProtocol:
     run, so each run starts cold, as a layer does after its predecessor evicted its weights.
     """
 
-    warmup: int = 2
-    repeats: int = 7
     flush_cache: bool = False
     max_ms: float | None = None
     idle_ms: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.warmup < 0 or self.repeats < 1:
-            raise ValueError(f"need warmup >= 0 and repeats >= 1, got {self.warmup}, "
-                             f"{self.repeats}")
+        super().__post_init__()
         if self.max_ms is not None and self.max_ms <= 0:
-            raise ValueError(f"max_ms must be > 0, got {self.max_ms}")
+            raise TimingError(f"max_ms must be > 0, got {self.max_ms}")
         if self.idle_ms < 0:
-            raise ValueError(f"idle_ms must be >= 0, got {self.idle_ms}")
+            raise TimingError(f"idle_ms must be >= 0, got {self.idle_ms}")
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgenn.backends.cortexm import fit
 from edgenn.backends.cortexm.fit import Device
-from edgenn.errors import ToolchainError
+from edgenn.cc.driver import DEFAULT_TIMEOUT_S, CompileError, find_tool, run_tool
 
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.codegen.project import Project
@@ -20,59 +17,35 @@ if TYPE_CHECKING:
 PROBE_LD, PROBE_ELF = "linker_probe.ld", "model_probe.elf"  # removed after the probe link
 
 COMPILER = "arm-none-eabi-gcc"
-INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
+INSTALL_PACKAGE = "gcc-arm-none-eabi libnewlib-arm-none-eabi"  # Debian (newlib: libc, libm)
 
 
 def find_compiler(path: str | None = None) -> str:
     """The full path of arm-none-eabi-gcc, or ToolchainError with the install command."""
-    found = shutil.which(COMPILER, path=path)
-    if found is None:
-        raise ToolchainError(f"{COMPILER} not found: install it with `{INSTALL_HINT}`")
-    return found
-
-
-_OVERFLOW = re.compile(r"region [`'](\w+)' overflowed by (\d+) bytes")
-
-
-def _first_error(stderr: str, cwd: Path) -> str:
-    """The first 'file:line:col: error: ...' line (with the file's full path), a memory
-    region the image overflows (the linker's figure), else the tail."""
-    over = _OVERFLOW.search(stderr)
-    if over is not None:
-        region, by = over.group(1), int(over.group(2))
-        return f"the image overflows {region} by {by:,} bytes"
-    for line in stderr.splitlines():
-        if re.match(r"^[^:\s]+:\d+(:\d+)?: (fatal )?error", line):
-            name, _, rest = line.partition(":")
-            return f"{cwd / name}:{rest}"
-    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "unknown error"
-
-
-def _run(cmd: list[str], cwd: Path, what: str) -> None:
-    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise ToolchainError(f"{what} failed: {_first_error(res.stderr, cwd)}")
+    return find_tool((COMPILER,), "Arm cross compiler", INSTALL_PACKAGE, path)
 
 
 def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int,
-          model: str) -> None:
+          model: str, timeout: float | None) -> None:
     """Link; when the image overflows a memory region, link it once more against the probe
     map (``fit.probe_script``) and raise the one-line FitError with the bytes it needs."""
-    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if res.returncode == 0:
+    try:
+        run_tool(cmd, what, cwd=cwd, timeout=timeout)
         return
-    failure = ToolchainError(f"{what} failed: {_first_error(res.stderr, cwd)}")
-    if not fit.overflowed(res.stderr):
-        raise failure
+    except CompileError as err:
+        if not fit.overflowed(err.log):
+            raise
+        failure = err
     script = cmd[cmd.index("-T") + 1]
     (cwd / PROBE_LD).write_text(fit.probe_script((cwd / script).read_text()))
     probe = [PROBE_LD if arg == script else arg for arg in cmd]
     probe[probe.index("-o") + 1] = PROBE_ELF
     probe = [arg for arg in probe if not arg.startswith("-Wl,-Map=")]
     try:
-        if subprocess.run(probe, cwd=cwd, capture_output=True, text=True).returncode != 0:
-            raise failure
+        try:
+            run_tool(probe, f"{what} (probe)", cwd=cwd, timeout=timeout)
+        except CompileError:
+            raise failure from None
         usage = fit.elf_usage(cwd / PROBE_ELF)
     finally:
         (cwd / PROBE_LD).unlink(missing_ok=True)
@@ -81,39 +54,46 @@ def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int
     raise failure  # the regions fit but a script check failed (a board's staging area)
 
 
-def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]]) -> None:
+def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
+                 timeout: float | None) -> None:
     """Compile (source, object, flags) jobs in parallel; the first failure raises."""
     def compile_one(job: tuple[str, str, list[str]]) -> None:
         src, obj, cflags = job
-        _run([cc, *cflags, "-c", src, "-o", obj], cwd, f"compiling {src}")
+        run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
+                 timeout=timeout)
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         list(pool.map(compile_one, jobs))
 
 
 def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: list[str],
-          env_path: str | None = None) -> Path:
+          env_path: str | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> Path:
     """Compile ``sources`` (in ``out_dir``) and link ``model.elf``; return its path.
 
-    ``env_path`` overrides the PATH searched for the compiler (tests simulate a missing one).
+    ``env_path`` overrides the PATH searched for the compiler (tests simulate a missing one);
+    ``timeout``: seconds each compiler or linker run may take (None: no limit).
     """
     cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
     cwd = Path(out_dir)
     objects = [s[:-2] + ".o" for s in sources]
-    _compile_all(cc, cwd, [(s, o, cflags) for s, o in zip(sources, objects, strict=True)])
-    _run([cc, *ldflags, *objects, "-o", "model.elf", "-lm"], cwd, "linking model.elf")
+    _compile_all(cc, cwd, [(s, o, cflags) for s, o in zip(sources, objects, strict=True)],
+                 timeout)
+    run_tool([cc, *ldflags, *objects, "-o", "model.elf", "-lm"], "linking model.elf", cwd=cwd,
+             timeout=timeout)
     return cwd / "model.elf"
 
 
 def build_project(project: Project, env_path: str | None = None,
                   archive: bool = True, device: Device | None = None,
-                  label: str | None = None) -> Path | None:
+                  label: str | None = None,
+                  timeout: float | None = DEFAULT_TIMEOUT_S) -> Path | None:
     """Build ``libNAME.a`` and, unless the folder is library-only, ``model.elf`` (the same
     commands as the generated Makefile); return the ELF's path (None for a library).
 
     An image that overflows the linker script's memory is a one-line ``fit.FitError`` naming
     the bytes it needs against ``device`` (default: the project's RAM and its core's flash),
-    ``label`` first (default: ``model.elf of NAME``).
+    ``label`` first (default: ``model.elf of NAME``). ``timeout``: seconds each compiler,
+    archiver or linker run may take (None: no limit).
 
     ``archive=False`` (builds only the emulator runs, in temporary folders): no archive; the
     application links the kernel objects directly, so ``NAME.c`` (the largest source by far)
@@ -136,11 +116,12 @@ def build_project(project: Project, env_path: str | None = None,
         hooked = f"{project.name}_hooked.o"
         jobs.append((model_c, hooked, [*cflags, f"-D{HOOK_MACRO}=edgenn_mark"]))
         app_objs.append(hooked)
-    _compile_all(cc, cwd, jobs)
+    _compile_all(cc, cwd, jobs, timeout)
     link_with = [project.library]
     if archive:
         (cwd / project.library).unlink(missing_ok=True)
-        _run([ar, "rcs", project.library, *lib_objs], cwd, f"archiving {project.library}")
+        run_tool([ar, "rcs", project.library, *lib_objs], f"archiving {project.library}",
+                 cwd=cwd, timeout=timeout)
     else:
         link_with = lib_objs
     if not project.app_sources:
@@ -150,5 +131,5 @@ def build_project(project: Project, env_path: str | None = None,
         device = fit.device_memory(core, None, manifest.get("ram_kb"), None)
     _link([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
           f"linking model.elf for {core.name}", device, int(manifest["arena_bytes"]),
-          label or f"model.elf of {project.name}")
+          label or f"model.elf of {project.name}", timeout)
     return cwd / "model.elf"

@@ -10,7 +10,6 @@ the models of such an ELF in edgenn's emulator (its own init, invoke and arena s
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ from edgenn.backends.cortexm.build import find_compiler
 from edgenn.backends.cortexm.codegen import templates
 from edgenn.backends.cortexm.codegen.project import DEFAULT_STACK_BYTES
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, ToolchainError
+from edgenn.cc.driver import CompileError, run_tool
+from edgenn.errors import EdgennError
 
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 # why strict flags: the libraries promise to build warning-free as C99 in the user's project
@@ -80,11 +80,11 @@ def link_libraries(app_dir: Path, libraries: Mapping[str, Path], core: Core,
     cmd = [cc, *core.cflags, *STRICT_CFLAGS, *(f"-I{libraries[n]}" for n in names),
            *LINK_FLAGS, "main.c", "startup.c",
            *(str(libraries[n] / f"lib{n}.a") for n in names), "-lm", "-o", elf_name]
-    res = subprocess.run(cmd, cwd=app_dir, capture_output=True, text=True)
-    if res.returncode != 0 or "warning" in res.stderr.lower():
-        lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-        raise ToolchainError(f"linking {app_dir / elf_name}: "
-                             f"{lines[0] if lines else f'status {res.returncode}'}")
+    what = f"linking {app_dir / elf_name}"
+    res = run_tool(cmd, what, cwd=app_dir)
+    warnings = [ln.strip() for ln in res.stderr.splitlines() if "warning" in ln.lower()]
+    if warnings:  # why: the libraries promise a warning-free build, the linker's included
+        raise CompileError(f"{what}: {warnings[0]}", res.stderr, res.args)
     return app_dir / elf_name
 
 

@@ -31,9 +31,10 @@ from edgenn.backends.host.selection import LayerChoice, Selector
 from edgenn.backends.host.threadpool import Dispatch, TaskStats, address, release_caller
 from edgenn.backends.host.topology import Topology, host_topology
 from edgenn.backends.ref import RefExecutable, compile_ref
-from edgenn.backends.ref.layer import Layer, ieee_arithmetic
-from edgenn.backends.ref.runtime import state_values
-from edgenn.errors import EdgennError, ShapeError
+from edgenn.backends.ref.layer import Layer
+from edgenn.backends.ref.runtime import forward
+from edgenn.backends.timing import DEFAULT_TIMING, TimedRuns
+from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, Tensor
 from edgenn.ir.batch import first_sample, takes_batch
 
@@ -92,6 +93,11 @@ class HostLayer:
 
     def task_stats(self) -> list[TaskStats]:
         return self.dispatch.task_stats()
+
+    def busiest_cpu_ms(self) -> float | None:
+        """The busiest pool thread's CPU milliseconds in the last run, None when not measured
+        (the forward loop's ``cpu`` figure: the calling thread's time would miss the pool's)."""
+        return self.dispatch.busiest_cpu_ms()
 
 
 def _c_float(x: np.ndarray) -> np.ndarray:
@@ -180,29 +186,10 @@ class HostExecutable:
 
     def _forward(self, inputs: tuple[np.ndarray, ...], timings: list[float] | None,
                  cpu: list[float | None] | None = None) -> dict[str, np.ndarray]:
-        """Run every layer; append each layer's wall seconds to ``timings`` and its critical
-        CPU milliseconds to ``cpu`` when given."""
-        g = self.graph
-        if len(inputs) != len(g.inputs):
-            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
-        values = {name: self._io._to_internal(name, np.asarray(arr))
-                  for name, arr in zip(g.inputs, inputs, strict=True)}
-        values.update(state_values(g, values))  # every row from the initial state
-        clock = time.perf_counter
-        for layer in self.steps:
-            args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
-            start = clock()
-            cpu_start = time.thread_time_ns() if cpu is not None else 0
-            with ieee_arithmetic(layer.outputs):
-                outs = layer.run(*args)
-            if timings is not None:
-                timings.append(clock() - start)
-            if cpu is not None:
-                cpu.append(layer.dispatch.busiest_cpu_ms() if isinstance(layer, HostLayer)
-                           else (time.thread_time_ns() - cpu_start) / 1e6)
-            for t, arr in zip(layer.outputs, outs, strict=True):
-                values[t.name] = arr
-        return values
+        """Run every step through the reference runtime's forward loop (every row from the
+        initial state); each layer's wall seconds to ``timings``, its critical CPU
+        milliseconds to ``cpu`` when given."""
+        return forward(self.graph, self.steps, inputs, timings=timings, cpu=cpu)
 
     def bench(self, *inputs: np.ndarray, settings: BenchSettings | None = None,
               cpu_repeats: int = 5, stateful: bool = False) -> BenchReport[HostBenchResult]:
@@ -221,15 +208,16 @@ class HostExecutable:
         """The static arena a device would allocate for this graph at batch 1, in bytes."""
         return {"arena": int(self.memory_plan().peak_bytes), "state": 0}
 
-    def measure(self, *inputs: np.ndarray, repeats: int = 20, warmup: int = 3,
-                cpu_repeats: int = 5) -> HostBenchResult:
+    def measure(self, *inputs: np.ndarray, repeats: int = DEFAULT_TIMING.repeats,
+                warmup: int = DEFAULT_TIMING.warmup, cpu_repeats: int = 5) -> HostBenchResult:
         """Median latency of one inference. ``inputs`` default to seeded random data.
 
         After the ``repeats`` timed runs, ``cpu_repeats`` more measure each thread's CPU time
         for the load-independent ``cpu_critical_ms`` (apart, so the clock reads do not slow
         the timed runs)."""
-        if repeats < 1 or warmup < 0 or cpu_repeats < 0:
-            raise EdgennError("bench needs repeats >= 1, warmup >= 0 and cpu_repeats >= 0")
+        TimedRuns(warmup, repeats)  # why: its checks, one message for every timed target
+        if cpu_repeats < 0:
+            raise EdgennError(f"need cpu_repeats >= 0, got {cpu_repeats}")
         xs = tuple(first_sample(self.graph, inputs)) if inputs else self.example_inputs()
         totals: list[float] = []
         per_layer: list[list[float]] = [[] for _ in self.steps]

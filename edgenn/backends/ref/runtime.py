@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -14,7 +15,7 @@ from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.ref.bench_report import ref_report
 from edgenn.backends.ref.layer import Layer, ieee_arithmetic, layer_class
 from edgenn.errors import ShapeError, UnsupportedOperatorError
-from edgenn.ir import Graph
+from edgenn.ir import Graph, Tensor
 from edgenn.ir.batch import first_sample, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.memory import MemoryPlan, plan_graph, state_area_bytes
@@ -105,28 +106,8 @@ class RefExecutable:
 
     def _forward(self, inputs: tuple[np.ndarray, ...], timings: list[float] | None = None,
                  state: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-        """Every tensor's value; each layer's wall seconds appended to ``timings`` if given.
-
-        ``state``: each state variable's value (batch 1) the run starts from; default the
-        initial values, repeated over the batch.
-        """
-        g = self.graph
-        if len(inputs) != len(g.inputs):
-            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
-        values: dict[str, np.ndarray] = {}
-        for name, arr in zip(g.inputs, inputs, strict=True):
-            values[name] = self._to_internal(name, np.asarray(arr))
-        values.update(state_values(g, values, state))
-        for layer in self.layers:
-            args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
-            start = time.perf_counter()
-            with ieee_arithmetic(layer.outputs):
-                outs = layer.run(*args)
-            if timings is not None:
-                timings.append(time.perf_counter() - start)
-            for t, arr in zip(layer.outputs, outs, strict=True):
-                values[t.name] = arr
-        return values
+        """Every tensor's value (``forward`` over this graph's layers)."""
+        return forward(self.graph, self.layers, inputs, timings=timings, state=state)
 
     def sizes(self) -> dict[str, int]:
         """The static arena a device would allocate for this graph at batch 1, in bytes
@@ -181,14 +162,11 @@ class RefExecutable:
                 raise ShapeError(f"{len(arr)} samples of {name!r} but {len(labels)} labels")
         results: dict[str, Any] = {}
         for k, layer in enumerate(self.layers[: last + 1]):
-            args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
             if layer.trainable:
-                results[layer.node.name] = layer.train(*args, labels=labels)
+                results[layer.node.name] = layer.train(*layer_args(layer, values),
+                                                       labels=labels)
             if k < last:  # why: a later trainable layer may need this layer's output
-                with ieee_arithmetic(layer.outputs):
-                    outs = layer.run(*args)
-                for t, arr in zip(layer.outputs, outs, strict=True):
-                    values[t.name] = arr
+                run_layer(layer, values)
         return results
 
     def memory_plan(self, planner: str = "greedy") -> MemoryPlan:
@@ -201,6 +179,65 @@ class RefExecutable:
     def _to_external(self, name: str, arr: np.ndarray) -> np.ndarray:
         perm = self.graph.external_perm.get(name)
         return np.ascontiguousarray(arr.transpose(perm)) if perm else arr
+
+
+class RuntimeLayer(Protocol):
+    """What the forward loop runs: the reference runtime's ``Layer`` or another backend's
+    layer in its place (the host's generated C). A layer whose work runs on other threads
+    may have ``busiest_cpu_ms()``: its busiest thread's CPU milliseconds in the last run."""
+
+    @property
+    def inputs(self) -> Sequence[Tensor | None]: ...
+
+    @property
+    def outputs(self) -> Sequence[Tensor]: ...
+
+    def run(self, *xs: np.ndarray) -> list[np.ndarray]: ...
+
+
+def layer_args(layer: RuntimeLayer, values: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The values of the layer's non-constant inputs (constants are the layer's own)."""
+    return [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
+
+
+def run_layer(layer: RuntimeLayer, values: dict[str, np.ndarray]) -> None:
+    """Run one layer on ``values`` and store its outputs there, float layers under IEEE
+    arithmetic (``ieee_arithmetic``: an overflow is inf, not a numpy warning)."""
+    with ieee_arithmetic(layer.outputs):
+        outs = layer.run(*layer_args(layer, values))
+    for t, arr in zip(layer.outputs, outs, strict=True):
+        values[t.name] = arr
+
+
+def forward(graph: Graph, layers: Sequence[RuntimeLayer], inputs: Sequence[np.ndarray], *,
+            state: dict[str, np.ndarray] | None = None, timings: list[float] | None = None,
+            cpu: list[float | None] | None = None) -> dict[str, np.ndarray]:
+    """Every tensor's value after running ``layers`` in order on ``inputs`` (as the model
+    declares them; converted to the internal layout here). The one forward loop of the
+    reference runtime and of every backend that plugs its own layers into it (the host).
+
+    ``state``: each state variable's value (batch 1) the run starts from; default the
+    initial values, repeated over the batch. ``timings`` gets each layer's wall seconds;
+    ``cpu`` each layer's CPU milliseconds (``busiest_cpu_ms()`` where the layer has it, else
+    the calling thread's; None where it was not measured).
+    """
+    if len(inputs) != len(graph.inputs):
+        raise ShapeError(f"model {graph.name!r} takes {len(graph.inputs)} inputs, "
+                         f"got {len(inputs)}")
+    values = {name: to_internal(graph, name, np.asarray(arr))
+              for name, arr in zip(graph.inputs, inputs, strict=True)}
+    values.update(state_values(graph, values, state))
+    clock = time.perf_counter
+    for layer in layers:
+        start = clock()
+        cpu_start = time.thread_time_ns() if cpu is not None else 0
+        run_layer(layer, values)
+        if timings is not None:
+            timings.append(clock() - start)
+        if cpu is not None:
+            own = getattr(layer, "busiest_cpu_ms", None)
+            cpu.append(own() if own is not None else (time.thread_time_ns() - cpu_start) / 1e6)
+    return values
 
 
 def state_values(graph: Graph, values: dict[str, np.ndarray],

@@ -10,7 +10,6 @@ step) whose ``log()`` is the DarkNet-style per-layer log.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,15 +18,14 @@ import numpy as np
 from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.executable import refuse_state
 from edgenn.backends.ref import RefExecutable, compile_ref
-from edgenn.backends.ref.layer import ieee_arithmetic
-from edgenn.backends.ref.runtime import state_values
+from edgenn.backends.ref.runtime import forward, layer_args
 from edgenn.backends.vta.bench_report import vta_report
 from edgenn.backends.vta.config import DEFAULT_PRESET, VtaConfig
 from edgenn.backends.vta.conv import GEMM_OPS, VtaGemmLayer, cpu_reason, offload
 from edgenn.backends.vta.network_report import LayerRecord, NetworkReport
 from edgenn.backends.vta.offload import GemmFn, OffloadTarget
 from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE, schedule_name
-from edgenn.errors import EdgennError, ShapeError
+from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph
 from edgenn.ir.batch import first_sample, takes_batch
 
@@ -114,23 +112,12 @@ class VtaExecutable(RefExecutable):
         """
         g = self.graph
         refuse_state(g, "vta", stateful)
-        if len(inputs) != len(g.inputs):
-            raise ShapeError(f"model {g.name!r} takes {len(g.inputs)} inputs, got {len(inputs)}")
-        values = {
-            name: self._to_internal(name, np.asarray(arr))
-            for name, arr in zip(g.inputs, inputs, strict=True)
-        }
-        values.update(state_values(g, values))  # every row from the initial state
+        timings: list[float] = []
+        values = forward(g, self.layers, inputs, timings=timings)  # every row from the start
         records = []
-        for index, layer in enumerate(self.layers):
-            args = [values[t.name] for t in layer.inputs if t is not None and not t.is_const]
-            start = time.perf_counter()
-            with ieee_arithmetic(layer.outputs):
-                outs = layer.run(*args)
-            elapsed_ms = 1e3 * (time.perf_counter() - start)
-            records.append(self._record(index, layer, elapsed_ms, len(args[0]) if args else 1))
-            for t, arr in zip(layer.outputs, outs, strict=True):
-                values[t.name] = arr
+        for index, (layer, seconds) in enumerate(zip(self.layers, timings, strict=True)):
+            args = layer_args(layer, values)
+            records.append(self._record(index, layer, 1e3 * seconds, len(args[0]) if args else 1))
         if keep:
             self.values = values
         batch = len(next(iter(values.values()))) if values else 0

@@ -32,12 +32,9 @@ def pack_a(a: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
 
 
 def pack_b(b: npt.NDArray[np.int8]) -> npt.NDArray[np.int8]:
-    """(K, N) -> (NB, KB, 16, 16) tiles with ``tile[nb, kb][j, k] = B[16 kb + k, 16 nb + j]``."""
-    k, n = b.shape
-    kb, nb = blocks(k), blocks(n)
-    padded = np.zeros((kb * BLOCK, nb * BLOCK), np.int8)
-    padded[:k, :n] = b
-    return np.ascontiguousarray(padded.reshape(kb, BLOCK, nb, BLOCK).transpose(2, 0, 3, 1))
+    """(K, N) -> (NB, KB, 16, 16) tiles with ``tile[nb, kb][j, k] = B[16 kb + k, 16 nb + j]``:
+    the row tiles of B transposed (``pack_a(B.T)``), as TVM stores weight tiles."""
+    return pack_a(b.T)
 
 
 def pack_bias(bias: npt.NDArray[np.int32], n: int) -> npt.NDArray[np.int32]:

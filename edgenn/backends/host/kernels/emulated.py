@@ -18,9 +18,11 @@ import numpy as np
 
 from edgenn.backends.host.kernels.generated import Generated
 from edgenn.backends.host.kernels.op import C_DIR, compile_flags
+from edgenn.cc.driver import find_tool, run_tool
 from edgenn.errors import ToolchainError
 
 CROSS = {"neon": ("aarch64-linux-gnu-gcc", "qemu-aarch64-static")}
+CROSS_PACKAGE = {"neon": "gcc-aarch64-linux-gnu"}  # Debian
 
 _HARNESS = r"""
 #include <stdint.h>
@@ -59,6 +61,8 @@ def emulation_available(isa: str = "neon") -> bool:
 def run_emulated(generated: Generated, x: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
     """The operator's whole output for one batch-1 input, computed in the emulator."""
     cc, runner = CROSS[generated.isa.name]
+    cc = find_tool((cc,), f"{generated.isa.name} cross compiler",
+                   CROSS_PACKAGE[generated.isa.name])
     with tempfile.TemporaryDirectory(prefix="edgenn-emu-") as tmp:
         d = Path(tmp)
         (d / "op.c").write_text(generated.source)
@@ -70,10 +74,7 @@ def run_emulated(generated: Generated, x: np.ndarray, out_shape: tuple[int, ...]
         exe = d / "op"
         build = [cc, *compile_flags(generated.isa), "-static", f"-I{C_DIR}", str(d / "op.c"),
                  str(d / "main.c"), "-o", str(exe)]
-        res = subprocess.run(build, capture_output=True, text=True)
-        if res.returncode:
-            raise ToolchainError(f"cross-compiling {generated.name} failed: "
-                                 f"{res.stderr.strip().splitlines()[0]}")
+        run_tool(build, f"cross-compiling {generated.name}")
         nout = int(np.prod(out_shape))
         plan = generated.plan
         args = [str(files["in"].size), str(generated.weights.size), str(generated.bias.size),

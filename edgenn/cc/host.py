@@ -10,9 +10,11 @@ renamed into place: concurrent processes never load half a file.
     lib = load_library([C_DIR / "edgenn_smo.c"], [*DEFAULT_FLAGS, "-O3"])
     lib.edgenn_smo_solve(...)
 
-A compile error is one :class:`~edgenn.errors.ToolchainError` line with ``file:line:col``;
-a missing compiler is one line with the apt command. It sits below the backends: the host
-backend builds its kernels with it and the SVM layer its host build (:mod:`edgenn.svm.native`).
+The compiler runs through :mod:`edgenn.cc.driver`: a compile error is one
+:class:`~edgenn.cc.driver.CompileError` line with ``file:line:col`` (the whole log on the
+exception), a build past ``timeout`` seconds is killed, a missing compiler is one line with the
+apt command. It sits below the backends: the host backend builds its kernels with it and the
+SVM layer its host build (:mod:`edgenn.svm.native`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ import ctypes
 import hashlib
 import os
 import platform
-import re
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from edgenn.cc.driver import DEFAULT_TIMEOUT_S, find_tool, run_tool
 from edgenn.errors import ToolchainError
 
-INSTALL_HINT = "apt-get install gcc"
+INSTALL_PACKAGE = "gcc"  # Debian
 CANDIDATES = ("cc", "gcc", "clang")
 DEFAULT_FLAGS: tuple[str, ...] = ("-O2", "-std=c99", "-Wall", "-Wextra", "-Werror")
 _NATIVE_FLAGS = ("-march=native", "-mcpu=native", "-mtune=native")
-_ERROR_LINE = re.compile(r"^(.+?):(\d+)(:\d+)?: (fatal )?error: ")
 _LOADED: dict[Path, ctypes.CDLL] = {}
 
 
@@ -66,13 +66,7 @@ def default_cache_dir() -> Path:
 def find_host_compiler(cc: str | None = None, path: str | None = None) -> str:
     """Full path of ``cc`` (default: the first of cc, gcc, clang on ``path``/PATH), or a
     one-line ToolchainError with the install command."""
-    names = (cc,) if cc else CANDIDATES
-    for name in names:
-        found = shutil.which(name, path=path)
-        if found is not None:
-            return found
-    raise ToolchainError(f"no host C compiler ({', '.join(names)}) found: "
-                         f"install one with `{INSTALL_HINT}`")
+    return find_tool((cc,) if cc else CANDIDATES, "host C compiler", INSTALL_PACKAGE, path)
 
 
 def compiler_available(cc: str | None = None, path: str | None = None) -> bool:
@@ -131,26 +125,19 @@ def _cache_key(compiler: str, flags: Sequence[str], sources: Sequence[Source],
     return h.hexdigest()
 
 
-def _first_error(stderr: str) -> str:
-    """The first ``file:line:col: error: ...`` line, else the last non-empty line."""
-    for line in stderr.splitlines():
-        if _ERROR_LINE.match(line):
-            return line.strip()
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    return lines[-1] if lines else "unknown error"
-
-
 def compile_shared(sources: Sequence[Source | str | os.PathLike[str]],
                    flags: Sequence[str] = DEFAULT_FLAGS, *,
                    include_dirs: Sequence[str | os.PathLike[str]] = (),
                    cc: str | None = None, cache_dir: str | os.PathLike[str] | None = None,
-                   path: str | None = None, name: str | None = None) -> Path:
+                   path: str | None = None, name: str | None = None,
+                   timeout: float | None = DEFAULT_TIMEOUT_S) -> Path:
     """Build ``sources`` into a shared object (``-shared -fPIC`` added) and return its path.
 
     ``sources``: file paths or :class:`Source` texts (generated C). Headers in the sources'
     directories and in ``include_dirs`` are on the include path and in the cache key.
     ``cache_dir`` defaults to ``~/.cache/edgenn/host``; ``cc`` names the compiler (default
-    cc / gcc / clang on ``path``, default PATH); ``name`` is the file stem of the result.
+    cc / gcc / clang on ``path``, default PATH); ``name`` is the file stem of the result;
+    ``timeout``: seconds the compiler may run (None: no limit).
     """
     srcs = [s if isinstance(s, Source) else Source.from_file(s) for s in sources]
     if not srcs:
@@ -181,10 +168,7 @@ def compile_shared(sources: Sequence[Source | str | os.PathLike[str]],
     os.close(fd)
     cmd = [compiler, *flags, "-shared", "-fPIC", *(f"-I{d}" for d in dirs), *files, "-o", tmp]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise ToolchainError(f"compiling {', '.join(s.name for s in srcs)} failed: "
-                                 f"{_first_error(res.stderr)}")
+        run_tool(cmd, f"compiling {', '.join(s.name for s in srcs)}", timeout=timeout)
         os.replace(tmp, lib)
     finally:
         Path(tmp).unlink(missing_ok=True)
@@ -195,11 +179,12 @@ def load_library(sources: Sequence[Source | str | os.PathLike[str]],
                  flags: Sequence[str] = DEFAULT_FLAGS, *,
                  include_dirs: Sequence[str | os.PathLike[str]] = (),
                  cc: str | None = None, cache_dir: str | os.PathLike[str] | None = None,
-                 path: str | None = None, name: str | None = None) -> ctypes.CDLL:
+                 path: str | None = None, name: str | None = None,
+                 timeout: float | None = DEFAULT_TIMEOUT_S) -> ctypes.CDLL:
     """:func:`compile_shared` (same arguments), then ``ctypes.CDLL``: one handle per built
     file and process."""
     lib = compile_shared(sources, flags, include_dirs=include_dirs, cc=cc,
-                         cache_dir=cache_dir, path=path, name=name)
+                         cache_dir=cache_dir, path=path, name=name, timeout=timeout)
     handle = _LOADED.get(lib)
     if handle is None:
         try:
