@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT / "tests" / "fixtures" / "tflite" / "model_a_int8.tflite"
+MODEL = ROOT / "tests" / "fixtures" / "tflite" / "model_a_int8.tflite"  # two Conv2D, int8
+FLOAT_MODEL = ROOT / "tests" / "fixtures" / "tflite" / "conv2_float.tflite"  # --target host
 # Tracked files under edgenn/ that a wheel need not hold, each with its reason. Empty today:
 # the docs beside the data (CREDITS.md: the data set's licence) ship with it.
 NOT_SHIPPED: dict[str, str] = {}
@@ -75,41 +76,65 @@ def _run(cmd: list[str | Path], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout
 
 
+def _random_input(model: Path, dtype: type, path: Path) -> None:
+    """Four random samples for ``model``'s one input (shape from the checkout's importer)."""
+    from edgenn.frontends.tflite import load_tflite
+
+    graph = load_tflite(model.read_bytes())
+    (name,) = graph.inputs
+    shape = (4, *graph.tensors[name].shape[1:])
+    rng = np.random.default_rng(0)
+    if dtype is np.int8:
+        x = rng.integers(-128, 128, size=shape, dtype=np.int8)
+    else:
+        x = rng.random(shape, dtype=np.float32)
+    np.save(path, x)
+
+
 @pytest.mark.slow
 def test_installed_wheel_compiles_and_runs(wheel: Path, tmp_path: Path) -> None:
-    """From a clean venv, outside the checkout: host and Cortex-M4 outputs equal the reference
-    runtime's (all computed by the installed copy), and the package imported is the installed
-    one."""
+    """From a clean venv, outside the checkout: the float model's host outputs match the
+    reference runtime's, the int8 model's Cortex-M4 outputs equal them bit for bit (all computed
+    by the installed copy, compared with that venv's numpy), and the package imported is the
+    installed one."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py, cli = venv / "bin" / "python", venv / "bin" / "edgenn"
     work = tmp_path / "work"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    # why: nothing cached by earlier runs (tuning records, builds) may stand in for the wheel's
-    env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONNOUSERSITE="1",
-               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    # why a new home: nothing cached by earlier runs (compiled host kernels, tuning records)
+    # may stand in for what the wheel must build; pip keeps its own cache (downloads only)
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "home" / ".cache"),
+               PIP_CACHE_DIR=pip_cache, PYTHONNOUSERSITE="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     _run([py, "-m", "pip", "install", "-q", wheel], work, env)
     where = _run([py, "-c", "import edgenn; print(edgenn.__file__)"], work, env).strip()
     assert Path(where).is_relative_to(venv), where
 
-    from edgenn.frontends.tflite import load_tflite
-
-    (inp,) = load_tflite(MODEL.read_bytes()).inputs
-    rng = np.random.default_rng(0)
-    x = rng.integers(-128, 128, size=(4, *inp.shape[1:]), dtype=np.int8)
-    np.save(work / "x.npy", x)
-    model = work / MODEL.name
-    shutil.copy2(MODEL, model)
-    targets = ["ref", "host"]
-    if shutil.which("arm-none-eabi-gcc"):
+    runs = {"float": (FLOAT_MODEL, np.float32, "host"), "int8": (MODEL, np.int8, "cortex-m4")}
+    if not shutil.which("arm-none-eabi-gcc"):
+        del runs["int8"]
+    else:
+        model = shutil.copy2(MODEL, work)
         _run([cli, "compile", model, "--target", "cortex-m4", "-o", work / "m4"], work, env)
         assert list((work / "m4").rglob("*.h")) and list((work / "m4").rglob("*.c"))
-        targets.append("cortex-m4")
-    for t in targets:
-        _run([cli, "run", model, "--target", t, "--input", "x.npy", "-o", f"y_{t}.npy"],
-             work, env)
-    check = ("import numpy as np, sys; r = np.load('y_ref.npy'); "
-             "bad = {t: int(np.count_nonzero(np.load(f'y_{t}.npy') != r)) for t in sys.argv[1:]}; "
-             "print(bad); assert r.size and not any(bad.values()), bad")
-    _run([py, "-c", check, *targets[1:]], work, env)
+    for kind, (source, dtype, target) in runs.items():
+        model = shutil.copy2(source, work)
+        _random_input(source, dtype, work / f"x_{kind}.npy")
+        for t in ("ref", target):
+            _run([cli, "run", model, "--target", t, "--input", f"x_{kind}.npy",
+                  "-o", f"y_{kind}_{t}.npy"], work, env)
+    check = """
+import numpy as np
+ref, host = np.load("y_float_ref.npy"), np.load("y_float_host.npy")
+assert ref.size and ref.shape == host.shape, (ref.shape, host.shape)
+np.testing.assert_allclose(host, ref, rtol=1e-4, atol=1e-5)
+try:
+    ref8, m4 = np.load("y_int8_ref.npy"), np.load("y_int8_cortex-m4.npy")
+except FileNotFoundError:  # no Arm toolchain
+    raise SystemExit(0)
+assert ref8.size and ref8.shape == m4.shape, (ref8.shape, m4.shape)
+assert np.count_nonzero(ref8 != m4) == 0, "cortex-m4 differs from the reference runtime"
+"""
+    _run([py, "-c", check], work, env)
