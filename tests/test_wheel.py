@@ -48,7 +48,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cmd = [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-index",
            "--no-build-isolation", "--disable-pip-version-check", "-q", "-w", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    import setuptools  # why here: named in the failure (the test extra asks for >= 77)
+
+    assert proc.returncode == 0, (f"setuptools {setuptools.__version__}\n"
+                                  + proc.stdout[-2000:] + proc.stderr[-2000:])
     (whl,) = out.glob("edgenn-*.whl")
     return whl
 
