@@ -26,7 +26,7 @@ from edgenn.api import compile_model, load_model
 from edgenn.cli.console import console, table
 from edgenn.datasets import dataset_split
 from edgenn.evaluate import images_to_input
-from edgenn.fusion import LAYER_BY_LAYER, VARIANT_ALIASES
+from edgenn.fusion import FUSION_VARIANTS, LAYER_BY_LAYER
 from edgenn.memory import plan_graph
 from edgenn.passes.fusion.chains import find_chains
 from edgenn.passes.fusion.rewrite import RING_ELEMENT_BYTES, apply_fusion
@@ -37,10 +37,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
 MODELS = ("model_a_int8", "model_b_int8", "model_c_int8", "conv2_int8", "dwsep_int8",
           "resnet_int8")
-# results keep the ablation's labels a-d as keys: a = layer_by_layer (None: unfused),
-# b = ring_modulo, c = ring_hoisted, d = ring_hoisted_pair (edgenn.fusion.VARIANT_ALIASES)
+# the results' keys are the ablation table's row labels (a)-(d), in FUSION_VARIANTS' order:
+# a = layer_by_layer (None: unfused), b = ring_modulo, c = ring_hoisted, d = ring_hoisted_pair
 VARIANTS = {label: None if name == LAYER_BY_LAYER else name
-            for label, name in VARIANT_ALIASES.items()}
+            for label, name in zip("abcd", FUSION_VARIANTS, strict=True)}
 # docs/cycle_model.md (the baseline recorded under the same cycle rules): CMSIS-NN -O3 total
 # cycles and layer-by-layer peak RAM
 CMSIS_NN = {"model_a_int8": (8_269_856, 29_824), "model_b_int8": (14_571_584, 41_216),

@@ -44,10 +44,12 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     ``ref`` is the numpy reference runtime; ``cortex-m4``, ``cortex-m7`` and ``cortex-m0plus``
     generate bare-metal C, build it with arm-none-eabi-gcc and run it in the emulator (options:
     ``out_dir``, ``ram_kb``, ``opt``, ...). Layer fusion:
-    ``fuse="none"|"all"|"auto"``, ``fusion_variant="a".."d"``, ``ram_budget``, ``latency_bound``
-    (see ``edgenn.fusion``). ``vta`` runs every int8 Conv2D / FullyConnected on the VTA-class
-    accelerator simulator and the other layers on the reference runtime (options: ``preset``,
-    ``schedule``, ``bus_bits``; see ``edgenn.backends.vta.executable.compile_vta``). ``host``
+    ``fuse="none"|"all"|"auto"``, ``fusion_variant`` (``"layer_by_layer"``,
+    ``"ring_modulo"``, ``"ring_hoisted"``, ``"ring_hoisted_pair"``: the default), ``ram_budget``,
+    ``latency_bound`` (see ``edgenn.fusion``). ``vta`` runs every int8 Conv2D / FullyConnected
+    on the VTA-class accelerator simulator and the other layers on the reference runtime
+    (options: ``preset``, ``schedule``, ``bus_bits``; see
+    ``edgenn.backends.vta.executable.compile_vta``). ``host``
     runs float Conv2D / FullyConnected layers as C generated and compiled for this CPU on a
     pinned thread pool, the rest on the reference runtime (options: ``threads``,
     ``schedule="tuned"|"default"``, ``db``, ``emulate_hetero``; see
@@ -55,7 +57,7 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     its options dataclass (``edgenn.backends.targets.get_backend(target).options``).
     """
     from edgenn.backends.targets import get_backend
-    from edgenn.fusion import fuse_for_target, fusion_options
+    from edgenn.fusion import BEST_VARIANT, fuse_for_target, fusion_options
 
     backend = get_backend(target)
     fusion = fusion_options(dict(options))
@@ -74,7 +76,7 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
                           f"--target {target} runs layer by layer")
     if fuse != "none":
         graph = fuse_for_target(
-            graph, target, fuse, fusion.get("fusion_variant") or "d",
+            graph, target, fuse, fusion.get("fusion_variant") or BEST_VARIANT,
             fusion.get("ram_budget"), fusion.get("latency_bound")).graph
     return backend.build(graph, parsed)
 

@@ -8,8 +8,7 @@ The variants (``--fusion-variant``), slowest address arithmetic first:
 - ``ring_hoisted_pair`` (default): ``ring_hoisted`` + two adjacent output pixels per step,
   each weight pair loaded once for two SMLAD dual multiply-accumulates.
 
-``a``, ``b``, ``c``, ``d`` (the ablation's labels, in that order) and hyphenated spellings
-(``ring-hoisted-pair``) are accepted as aliases.
+Hyphenated spellings (``ring-hoisted-pair``) are accepted.
 
 The mechanics live in ``edgenn.passes.fusion`` (chains, rings, planner); this module turns the
 CLI / API options into a fused graph for a target. For a Cortex-M target, ``auto`` measures:
@@ -34,19 +33,16 @@ LAYER_BY_LAYER = "layer_by_layer"
 # every --fusion-variant: layer by layer, then the fused-chain kernels of passes.fusion
 FUSION_VARIANTS = (LAYER_BY_LAYER, *RING_VARIANTS)
 BEST_VARIANT = "ring_hoisted_pair"
-# why aliases: the ablation's labels (a)-(d), used by scripts and results before the names
-VARIANT_ALIASES = dict(zip(("a", "b", "c", "d"), FUSION_VARIANTS, strict=True))
 
-__all__ = ["BEST_VARIANT", "FUSE_MODES", "FUSION_VARIANTS", "LAYER_BY_LAYER", "VARIANT_ALIASES",
+__all__ = ["BEST_VARIANT", "FUSE_MODES", "FUSION_VARIANTS", "LAYER_BY_LAYER",
            "FusionOptions", "fuse_for_target", "fusion_options", "fusion_variant_name",
            "measured_costs"]
 
 
 def fusion_variant_name(name: str) -> str:
-    """The canonical spelling of a variant name or alias (``d``, ``ring-hoisted-pair`` ->
-    ``ring_hoisted_pair``); an unknown name comes back unchanged for the caller to reject."""
-    key = name.strip().lower().replace("-", "_")
-    return VARIANT_ALIASES.get(key, key)
+    """The canonical spelling of a variant name (``ring-hoisted-pair`` -> ``ring_hoisted_pair``);
+    an unknown name comes back normalised for the caller to reject."""
+    return name.strip().lower().replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -62,8 +58,7 @@ class FusionOptions:
         "--fusion-variant", type=fusion_variant_name, choices=FUSION_VARIANTS, metavar="VARIANT",
         help="layer_by_layer (no fusion); ring_modulo (fused, per-pixel modulo into the ring); "
              "ring_hoisted (fused, row addresses hoisted per output row); ring_hoisted_pair "
-             "(ring_hoisted + two output pixels per step with SMLAD; the default). Aliases: a, "
-             "b, c, d in that order")
+             "(ring_hoisted + two output pixels per step with SMLAD; the default)")
     ram_budget: int | None = option(
         "--ram-budget", type=int,
         help="with --fuse auto: the fastest plan whose arena fits this many bytes")
@@ -80,8 +75,7 @@ def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
         raise EdgennError(f"unknown --fuse {fuse!r} ({', '.join(FUSE_MODES)})")
     ring_variant = fusion_variant_name(variant)
     if ring_variant not in FUSION_VARIANTS:
-        raise EdgennError(f"unknown --fusion-variant {variant!r} ({', '.join(FUSION_VARIANTS)};"
-                          " or a, b, c, d in that order)")
+        raise EdgennError(f"unknown --fusion-variant {variant!r} ({', '.join(FUSION_VARIANTS)})")
     if ring_variant == LAYER_BY_LAYER:  # whatever --fuse says
         fuse, ring_variant = "none", BEST_VARIANT
     arena = None

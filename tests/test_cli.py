@@ -173,9 +173,11 @@ def test_bench_fuse_modes_report_cycles_and_arena(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("model", "variant"), [
-    ("a", "d"), ("b", "b"), ("b", "c"), ("b", "d"), ("c", "d")])
+    ("a", "ring_hoisted_pair"), ("b", "ring_modulo"), ("b", "ring_hoisted"),
+    ("b", "ring_hoisted_pair"), ("c", "ring_hoisted_pair")])
 def test_fused_variants_equal_layer_by_layer(tmp_path: Path, model: str, variant: str) -> None:
-    """Models A, B, C exercise the hand-written (d) paths (1-channel producer, unrolled rows)."""
+    """Models A, B, C exercise the hand-written ring_hoisted_pair paths (1-channel producer,
+    unrolled rows)."""
     rng = np.random.default_rng(2)
     np.save(tmp_path / "x.npy", rng.integers(-128, 128, size=(2, 28, 28, 1), dtype=np.int8))
     path = ROOT / "tests" / "fixtures" / "tflite" / f"model_{model}_int8.tflite"

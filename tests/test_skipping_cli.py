@@ -81,7 +81,7 @@ def test_run_skip_on_cortex_m4_equals_the_reference(tmp_path: Path) -> None:
 
 def test_bench_plot_writes_the_pareto_png(tmp_path: Path) -> None:
     png, out = tmp_path / "pareto.png", tmp_path / "b.json"
-    assert main(["bench", str(RESNET), "--target", "cortex-m4", "--plot", str(png),
+    assert main(["bench", str(RESNET), "--target", "cortex-m4", "--pareto-plot", str(png),
                  "--json", str(out)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     configs = json.loads(out.read_text())["extra"]["configurations"]

@@ -104,6 +104,35 @@ def test_interrupt_releases_the_claim(tmp_path: Path) -> None:
     assert [p for _, _, p, _ in tuner.result.history][2] == calls[2]
 
 
+def test_taken_over_claim_whose_result_landed_is_not_measured_again(tmp_path: Path) -> None:
+    """A worker that died after recording its point but before closing the claim: the worker
+    taking the stale claim over closes it with the recorded trial and measures nothing."""
+    from tune_standin import SyntheticMeasurer, fake_space
+
+    from edgenn.tune.claims import CLAIMS, RUNNING
+    from edgenn.tune.strategy import make_strategy
+    from edgenn.tune.tuner import LayerTuner, TrialResult
+
+    db = TuningDatabase(f"sqlite:///{tmp_path / 'tune.db'}")
+    space = fake_space()
+    study = db.study(KEY, FINGERPRINT)
+    LayerTuner(db, study, make_strategy("grid", space), SyntheticMeasurer(space), budget=1).run()
+    (recorded,) = _finished(db.url)
+    with db.claims.engine.begin() as conn:  # as the dead worker left it: running, no heartbeat
+        conn.execute(CLAIMS.update().values(state=RUNNING, heartbeat=0.0, trial_number=None,
+                                            owner="elsewhere:1:dead"))
+    calls = []
+
+    def measurer(point: dict) -> TrialResult:
+        calls.append(point)
+        raise AssertionError("a recorded point was measured again")
+
+    tuner = LayerTuner(db, study, make_strategy("grid", space), measurer, budget=1)
+    tuner.run()
+    assert calls == [] and db.claims.running(study.study_name) == []
+    assert _finished(db.url) == [recorded]
+
+
 def test_two_workers_on_sqlite(tmp_path: Path) -> None:
     """The same guarantee on the default SQLite file (workers on one machine)."""
     url = f"sqlite:///{tmp_path / 'tune.db'}"

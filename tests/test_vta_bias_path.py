@@ -13,7 +13,7 @@ from edgenn.backends.vta.gemm import SCHEDULES, build_program, run_gemm, time_ge
 from edgenn.backends.vta.isa import AluInsn, AluOp, MemInsn, MemType, Opcode
 from edgenn.backends.vta.schedules.common import GemmProblem, place_operands
 
-FAST = SCHEDULES[-1]  # the pipelined schedule (formerly "ours"); the baselines come first
+FAST = SCHEDULES[-1]  # the pipelined schedule; the baselines come first
 
 
 def _program(schedule: str, m: int, k: int, n: int):  # type: ignore[no-untyped-def]

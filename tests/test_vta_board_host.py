@@ -57,9 +57,10 @@ def test_negative_constants_are_refused() -> None:
 def test_network_totals_keep_the_board_control_term_separate() -> None:
     from edgenn.backends.vta.network_report import LayerRecord, NetworkReport
 
-    gemms = (time_gemm(64, 144, 32, schedule="ours"), time_gemm(64, 288, 32, schedule="ours"))
+    gemms = (time_gemm(64, 144, 32, schedule="tall_pipelined"),
+             time_gemm(64, 288, 32, schedule="tall_pipelined"))
     layer = LayerRecord(0, "conv", "Conv2D", "vta", host_ms=1.5, gemms=gemms, mkn=(64, 144, 32))
-    report = NetworkReport("m", "zcu102", "ours", 333.3, 128, 1, (layer,))
+    report = NetworkReport("m", "zcu102", "tall_pipelined", 333.3, 128, 1, (layer,))
     control = sum(ms for g in gemms for term, ms in g.board_host_ms.items() if term != "packing")
     totals = report.totals()
     assert totals["board_control_ms"] == pytest.approx(control) and control > 0

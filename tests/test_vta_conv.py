@@ -21,7 +21,7 @@ from edgenn.ir import Activation, Graph
 RELU, RELU6 = Activation.RELU, Activation.RELU6
 
 
-def assert_same_as_ref(graph: Graph, batch: int = 2, schedule: str = "ours") -> object:
+def assert_same_as_ref(graph: Graph, batch: int = 2, schedule: str = "tall_pipelined") -> object:
     x = random_input(graph, batch)
     exe = compile_vta(graph, schedule=schedule)
     got = exe.run(x)[0]
@@ -73,7 +73,7 @@ def conv_configs(draw: st.DrawFn) -> dict:
     )
 
 
-@given(conv_configs(), st.sampled_from(["tiled2", "optimized", "ours"]))
+@given(conv_configs(), st.sampled_from(["tiled2", "optimized", "tall_pipelined"]))
 @settings(max_examples=25)
 def test_random_conv_shapes_bit_exact(c: dict, schedule: str) -> None:
     seed = c.pop("seed")
@@ -87,7 +87,7 @@ def test_conv_extreme_zero_points_and_no_bias(in_zp: int) -> None:
     assert_same_as_ref(graph)
 
 
-@pytest.mark.parametrize("schedule", ["tiled2", "optimized", "ours"])
+@pytest.mark.parametrize("schedule", ["tiled2", "optimized", "tall_pipelined"])
 def test_every_schedule_is_bit_exact(schedule: str) -> None:
     graph = conv_graph(5, (9, 9), 24, 40, (3, 3), (2, 2), (1, 1, 1, 1), act=RELU)
     assert_same_as_ref(graph, schedule=schedule)
@@ -134,7 +134,7 @@ def test_zero_point_is_folded_into_the_bias() -> None:
     folded = folded_bias(ref.bias_int, b, -20)
     np.testing.assert_array_equal(folded, ref.bias_int + 20 * b.astype(np.int64).sum(0))
     x = random_input(graph, 1)
-    target = OffloadTarget(VtaConfig.preset(), "ours", vta_standin.run_gemm)
+    target = OffloadTarget(VtaConfig.preset(), "tall_pipelined", vta_standin.run_gemm)
     a = im2col(x, VtaConv2D(ref, target).geo, -20)
     # plain int8 x int8 + folded bias == (x - zp) x w + bias, the reference's accumulator
     direct = (a.astype(np.int64) + 20) @ b.astype(np.int64) + ref.bias_int

@@ -56,7 +56,7 @@ def test_int32_output_is_exact(schedule: str, shape: tuple[int, int, int]) -> No
 def test_int32_planes_interleave_with_the_next_tile() -> None:
     """Many output tiles: ours pipelines tile t's byte planes under tile t+1's GEMMs."""
     a, b, bias = operands(600, 300, 300, seed=2)
-    got = run_gemm(a, b, schedule="ours", out="int32", bias=bias)
+    got = run_gemm(a, b, schedule="tall_pipelined", out="int32", bias=bias)
     assert np.array_equal(got.result, reference(a, b, bias, "int32", 0))
     stores = got.report.insn_counts["STORE OUT"]
     assert stores >= 4 * 3 and got.report.insn_counts["ALU SHR"] == 3 * stores // 4
@@ -84,7 +84,7 @@ def test_accumulator_wraps_like_int32() -> None:
     a = np.full((16, 64), -128, np.int8)
     b = np.full((64, 16), -128, np.int8)
     bias = np.full(16, 2**31 - 2**19, np.int32)  # 64 * 16384 = 2**20 more overflows int32
-    got = run_gemm(a, b, schedule="ours", out="int32", bias=bias)
+    got = run_gemm(a, b, schedule="tall_pipelined", out="int32", bias=bias)
     assert np.array_equal(got.result, reference(a, b, bias, "int32", 0))
     assert got.result[0, 0] < 0
 
@@ -128,10 +128,10 @@ def test_report_fields_and_timing_only_path() -> None:
 
 def test_traffic_is_the_analytic_minimum_when_everything_fits() -> None:
     """64^3 fits every buffer: ours must read A and B once and write C once."""
-    r = time_gemm(64, 64, 64, schedule="ours")
+    r = time_gemm(64, 64, 64, schedule="tall_pipelined")
     assert r.dram_bytes["inp"] == 64 * 64 and r.dram_bytes["wgt"] == 64 * 64
     assert r.dram_bytes["out"] == 64 * 64 and r.dram_bytes["acc"] == 0
-    bias = time_gemm(64, 64, 64, schedule="ours", has_bias=True)
+    bias = time_gemm(64, 64, 64, schedule="tall_pipelined", has_bias=True)
     assert bias.dram_bytes["acc"] == 64 * 4  # the bias row, loaded once
     t2 = time_gemm(64, 64, 64, schedule="tiled2")  # reloads both per 16x16x16 triple
     assert t2.dram_bytes["inp"] == t2.dram_bytes["wgt"] == 4 * 64 * 64
@@ -149,14 +149,14 @@ def test_schedules_rank_as_in_the_paper() -> None:
 
 
 def test_pynq_preset_is_slower() -> None:
-    pynq = time_gemm(128, 128, 128, schedule="ours", config=VtaConfig.preset("pynq"))
-    zcu = time_gemm(128, 128, 128, schedule="ours")
+    pynq = time_gemm(128, 128, 128, schedule="tall_pipelined", config=VtaConfig.preset("pynq"))
+    zcu = time_gemm(128, 128, 128, schedule="tall_pipelined")
     assert pynq.clock_mhz == 100 and pynq.bus_bits == 64 and pynq.time_ms > 3 * zcu.time_ms
 
 
 @pytest.mark.slow
 def test_table2_targets_at_1024_cubed() -> None:
-    ours = time_gemm(1024, 1024, 1024, schedule="ours")
+    ours = time_gemm(1024, 1024, 1024, schedule="tall_pipelined")
     opt = time_gemm(1024, 1024, 1024, schedule="optimized")
     assert ours.percent_of_peak >= 50 and opt.cycles > 1.5 * ours.cycles
 
@@ -199,5 +199,5 @@ def test_cli_check_failure_exits_2(monkeypatch: pytest.MonkeyPatch,
 
 def test_cli_bus_override(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["vta-gemm", "--m", "32", "--k", "32", "--n", "32", "--preset", "ultra96",
-                 "--bus-bits", "64", "--out", "int32", "--check"]) == 0
+                 "--bus-bits", "64", "--output-type", "int32", "--check"]) == 0
     assert "64-bit AXI" in capsys.readouterr().out

@@ -15,7 +15,7 @@ import numpy as np
 from edgenn.backends.vta.gemm import GemmReport, GemmRun
 
 
-def run_gemm(a: np.ndarray, b: np.ndarray, *, schedule: str = "ours", config: Any = None,
+def run_gemm(a: np.ndarray, b: np.ndarray, *, schedule: str = "tall_pipelined", config: Any = None,
              out: str = "int8", shift: int = 0, bias: np.ndarray | None = None) -> GemmRun:
     assert a.dtype == np.int8 and b.dtype == np.int8 and a.shape[1] == b.shape[0]
     m, k = a.shape

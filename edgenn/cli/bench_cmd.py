@@ -22,7 +22,6 @@ from edgenn.cli.compile_cmd import (
 )
 from edgenn.cli.console import console
 from edgenn.cli.options import (
-    add_hidden_alias,
     add_json_option,
     add_model_input_options,
     add_timing_options,
@@ -48,7 +47,6 @@ def add_parser(sub: Any) -> None:
                    help="also write the accuracy-vs-cycles Pareto plot over the skip "
                         "configurations (every one up to 10 blocks, else each block alone; "
                         "models with skippable blocks; MNIST accuracy)")
-    add_hidden_alias(p, "--plot", "pareto_plot", metavar="PNG")
     add_device_options(p)
     add_vta_options(p)
     add_host_options(p)

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"[bold]edgenn demo[/]: {model_path.name}, {len(labels)} MNIST test digits")
 
     x_float = images_to_input(graph, test_images)
-    y_float, t_float = _run_all(lambda b: compile_model(graph).run(b)[0], x_float, "float ref")
+    y_float, _ = _run_all(lambda b: compile_model(graph).run(b)[0], x_float, "float ref")
     float_acc = _accuracy(y_float, labels)
     ort_err = _onnxruntime_error(model_path, x_float, y_float)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from edgenn.cli import (
     bench_cmd,
@@ -30,12 +31,22 @@ COMMANDS = (inspect_cmd, quantize_cmd, compile_cmd, run_cmd, validate_cmd, eval_
             demo_cmd, skip_demo_cmd, svm_demo_cmd, vta_gemm_cmd, tune_cmd)
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A sub-command's parser, taking whole option names only: a prefix would keep accepting a
+    removed spelling (``--out`` for ``--out-dir``), and an option added later would silently
+    change what a prefix means."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="edgenn",
         description="Make trained neural networks run fast and small on constrained devices.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_CommandParser)
     for module in COMMANDS:
         module.add_parser(sub)
     return parser

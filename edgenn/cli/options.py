@@ -37,17 +37,9 @@ def write_json(path: str | None, data: Any) -> bool:
 
 
 def add_out_dir_option(p: argparse.ArgumentParser, default: str, what: str) -> None:
-    """``--out-dir DIR`` (dest ``out_dir``): the folder a demo writes into. ``--out`` stays as
-    a hidden alias (the demos' old spelling)."""
+    """``--out-dir DIR`` (dest ``out_dir``): the folder a demo writes into."""
     p.add_argument("--out-dir", dest="out_dir", default=default, metavar="DIR",
                    help=f"folder for {what} (default: {default})")
-    add_hidden_alias(p, "--out", "out_dir", metavar="DIR")
-
-
-def add_hidden_alias(p: argparse.ArgumentParser, flag: str, dest: str, **kwargs: Any) -> None:
-    """An old spelling of an option: accepted, stored in ``dest``, left out of ``-h``."""
-    # why default=SUPPRESS: the visible option's default must not be overwritten by this one
-    p.add_argument(flag, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
 
 
 DEFAULT_WARMUP = DEFAULT_TIMING.warmup  # untimed runs before the timed ones

@@ -15,7 +15,7 @@ import numpy as np
 
 from edgenn.backends.vta.config import DEFAULT_PRESET, PRESETS, VtaConfig
 from edgenn.backends.vta.gemm import SCHEDULES, GemmRun, run_gemm
-from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE, SCHEDULE_ALIASES
+from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE
 from edgenn.cli.console import console, table
 from edgenn.cli.options import add_json_option, write_json
 from edgenn.errors import EdgennError
@@ -32,12 +32,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--k", type=int, required=True, help="columns of A, rows of B")
     p.add_argument("--n", type=int, required=True, help="columns of B and C")
     p.add_argument("--schedule", choices=SCHEDULES, default=DEFAULT_SCHEDULE,
-                   type=lambda s: SCHEDULE_ALIASES.get(s, s),
-                   help="GEMM schedule (default tall_pipelined; ours is an alias of it)")
+                   help=f"GEMM schedule (default {DEFAULT_SCHEDULE})")
     p.add_argument("--preset", choices=tuple(PRESETS), default=DEFAULT_PRESET,
                    help="board: clock and AXI width")
     p.add_argument("--bus-bits", type=int, default=None, help="override the preset's AXI width")
-    p.add_argument("--output-type", "--out", dest="out", choices=("int8", "int32"),
+    p.add_argument("--output-type", dest="out", choices=("int8", "int32"),
                    default="int8",
                    help="int8: shift and clip on the ALU; int32: whole accumulators")
     p.add_argument("--shift", type=int, default=0, help="int8 output: arithmetic right shift")

@@ -32,7 +32,6 @@ from edgenn.ir.tensor import Tensor
 
 F32, I8, I16, I32 = DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32
 QUANTIZED = (I8, I16)
-NUMERIC = (F32, I8, I16)
 
 
 @dataclass(frozen=True)

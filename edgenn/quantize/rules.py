@@ -38,7 +38,6 @@ from edgenn.ir import DType, Graph, Node
 I8, I16 = DType.INT8, DType.INT16
 BOTH = frozenset({I8, I16})
 INT8_ONLY = frozenset({I8})
-INT16_ONLY = frozenset({I16})
 
 # int8 Softmax output: scale 1/256, zero point -128 (TFLM requires it)
 SOFTMAX_PARAMS_8 = (1.0 / 256.0, -128)

@@ -44,13 +44,6 @@ QMIN, QMAX = -128, 127
 QMAX16 = 32767
 WEIGHT_QMAX = 127
 
-# Derived from the per-operator table (``rules.py``), kept for readers of the scheme.
-INT8_OPS = rules.ops_for(DType.INT8)
-SAME_SCALE_OPS = frozenset(op for op, r in rules.RULES.items() if r.output is Output.INPUT)
-# (int16 Relu6 keeps its input's parameters too: ``rules.OpRule.output16``)
-WEIGHTED_OPS = frozenset(op for op, r in rules.RULES.items() if r.weighted)
-
-SOFTMAX_PARAMS = rules.SOFTMAX_PARAMS_8
 UNIT_PARAMS_16 = rules.UNIT_PARAMS_16
 
 _ACTIVATION_RANGE = {

@@ -208,8 +208,3 @@ def tune_model(graph: Graph, target: TuningTarget, db: TuningDatabase, *, strate
             job.key, job.nodes, job.node.op, list(graph.tensor(out).shape), len(job.space),
             job.space.default_point, result))
     return report
-
-
-def best_points(report: ModelTuneReport) -> dict[str, Point]:
-    """Workload key -> its best point."""
-    return {r.key: r.result.best[2] for r in report.layers if r.result.best is not None}

@@ -80,9 +80,6 @@ class Strategy:
             self._on_release(point)
 
     # -- helpers and hooks ------------------------------------------------------------------
-    def is_known(self, point: Point) -> bool:
-        return point_key(point) in self.known
-
     @property
     def results(self) -> dict[str, float | None]:
         return {k: v for k, v in self.known.items() if not isinstance(v, _Pending)}

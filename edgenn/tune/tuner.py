@@ -145,12 +145,13 @@ class LayerTuner:
             assert outcome.claim is not None
             self._measure(outcome.claim, taken_over=False)
             return True
-            self._points[point_key(claim.point)] = claim.point
-            self.strategy.pending(claim.point)
-            landed = self._recorded_number(claim.param_hash)
-            if landed is not None:  # its worker died after recording, before closing it
-                self.claims.finish(claim, landed)
-                return True
+        # a stale claim taken over: the point is pending here now, unless it landed already
+        self._points[point_key(claim.point)] = claim.point
+        self.strategy.pending(claim.point)
+        landed = self._recorded_number(claim.param_hash)
+        if landed is not None:  # its worker died after recording, before closing it
+            self.claims.finish(claim, landed)
+            return True
         self._measure(claim, taken_over=True)
         return True
 

@@ -21,7 +21,7 @@ class VtaOptions:
     schedule: str | None = option(
         "--vta-schedule", metavar="SCHEDULE",
         help="with --target vta: GEMM schedule tiled2, optimized or tall_pipelined (the "
-             "default; ours is an alias of it)")
+             "default)")
     bus_bits: int | None = option(
         "--vta-bus-bits", type=int, metavar="BITS",
         help="with --target vta: AXI bus width instead of the preset's (64 or 128)")

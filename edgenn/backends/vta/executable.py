@@ -63,10 +63,9 @@ def compile_vta(
     """Build ``graph`` for the VTA-class accelerator simulator.
 
     ``preset`` names the board (``pynq``, ``ultra96``, ``zcu104``, ``zcu102``), ``schedule``
-    the GEMM schedule (``tiled2``, ``optimized``, ``tall_pipelined``; ``ours`` is an alias of
-    ``tall_pipelined``), ``bus_bits`` overrides the preset's
-    AXI width. ``gemm`` replaces the simulator's ``run_gemm`` (same signature), e.g. by a
-    driver for a real board.
+    the GEMM schedule (``tiled2``, ``optimized``, ``tall_pipelined``), ``bus_bits`` overrides
+    the preset's AXI width. ``gemm`` replaces the simulator's ``run_gemm`` (same signature),
+    e.g. by a driver for a real board.
     """
     from edgenn.backends.vta.gemm import run_gemm
 

@@ -17,27 +17,9 @@ import numpy.typing as npt
 from edgenn.backends.vta.config import VtaConfig
 
 
-class GemmReportLike(Protocol):
-    """The fields of ``gemm.GemmReport`` the network layer reads."""
-
-    m: int
-    k: int
-    n: int
-    cycles: int
-    time_ms: float
-    gops: float
-    gemm_utilization: float
-    dram_bytes: dict[str, int]
-    instructions: int
-    host_pack_ms: float
-    assumed: dict[str, float]
-
-    def to_json(self) -> dict[str, Any]: ...
-
-
 class GemmRunLike(Protocol):
     result: np.ndarray
-    report: Any  # a GemmReportLike; Any so that dataclass fields satisfy it without variance fuss
+    report: Any  # a gemm.GemmReport; Any so that dataclass fields satisfy it without variance fuss
 
 
 class GemmFn(Protocol):

@@ -45,7 +45,6 @@ from edgenn.backends.vta.timing import (
     SimStats,
     compute_cycles,
     dma_cost,
-    elem_bytes,
     insn_kind,
 )
 
@@ -526,8 +525,3 @@ def _deadlock_message(streams: dict[Stage, deque[int]], tokens: dict[str, deque[
         waits.append(f"fetch waits at #{fetch.next} for room in the full {_MODULE[blocked]} "
                      f"command queue (depth {fetch.depth})")
     return "deadlock: " + "; ".join(waits) + "; nothing left can push those tokens"
-
-
-def dram_bytes_of(config: VtaConfig, insn: MemInsn) -> int:
-    """DRAM bytes a LOAD / STORE moves (padding excluded)."""
-    return insn.x_size * insn.y_size * elem_bytes(config, insn.mem_type)

@@ -8,7 +8,6 @@ import tflite
 
 from edgenn.export.flatbuffer import OptionsFn
 from edgenn.export.lowering import BO, Lowering
-from edgenn.ir import DType
 
 
 def options(table: str, **fields: Any) -> tuple[int, OptionsFn]:
@@ -42,7 +41,3 @@ def broadcast_rank_above_4(lw: Lowering) -> bool:
     """Both inputs differ in shape and one has rank 5 or more (a later operator version)."""
     a, b = lw.ir(0), lw.ir(1)
     return a.shape != b.shape and max(len(a.shape), len(b.shape)) > 4
-
-
-def is_quantized(dtype: DType) -> bool:
-    return dtype in (DType.INT8, DType.INT16)

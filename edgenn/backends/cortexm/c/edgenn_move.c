@@ -5,31 +5,6 @@
 
 #include "edgenn_fixed_point.h"
 
-void edgenn_transpose(const void *in, void *out, const int32_t *dims,
-                      const int32_t *in_strides, int32_t elem_size)
-{
-    const uint8_t *src = (const uint8_t *)in;
-    uint8_t *dst = (uint8_t *)out;
-    for (int32_t a = 0; a < dims[0]; a++)
-    for (int32_t b = 0; b < dims[1]; b++)
-    for (int32_t c = 0; c < dims[2]; c++)
-    for (int32_t d = 0; d < dims[3]; d++)
-    for (int32_t e = 0; e < dims[4]; e++) {
-        const int32_t base = a * in_strides[0] + b * in_strides[1] + c * in_strides[2] +
-                             d * in_strides[3] + e * in_strides[4];
-        if (elem_size == 1) {
-            for (int32_t f = 0; f < dims[5]; f++) {
-                *dst++ = src[base + f * in_strides[5]];
-            }
-        } else {
-            for (int32_t f = 0; f < dims[5]; f++) {
-                memcpy(dst, src + (base + f * in_strides[5]) * elem_size, (size_t)elem_size);
-                dst += elem_size;
-            }
-        }
-    }
-}
-
 void edgenn_pad(const void *in, void *out, const int32_t *in_dims, const int32_t *before,
                 const int32_t *out_strides, int32_t out_n, uint32_t value, int32_t elem_size)
 {

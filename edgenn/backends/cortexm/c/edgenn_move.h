@@ -1,12 +1,9 @@
-/* Data movement for any element size: transpose, pad, block copies (concat, reshape). */
+/* Data movement for any element size: pad, block copies (concat, reshape). Transposes and
+ * other strided gathers are edgenn_strided_copy's (edgenn_movement.h). */
 #ifndef EDGENN_MOVE_H
 #define EDGENN_MOVE_H
 
 #include <stdint.h>
-
-/* out[i0..i5] (dense, dims = output dims) = in[sum i_k * in_strides[k]] (element strides) */
-void edgenn_transpose(const void *in, void *out, const int32_t *dims,
-                      const int32_t *in_strides, int32_t elem_size);
 
 /* fill the output with `value` (elem_size bytes, little-endian), then copy each input row
  * (dims[5] elements) to its place: out offset = sum (i_k + before[k]) * out_strides[k]. */

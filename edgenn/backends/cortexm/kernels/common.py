@@ -26,10 +26,6 @@ def ref_layer(node: Node, graph: Graph) -> Any:
     return layer
 
 
-def first_input(node: Node, graph: Graph) -> Tensor:
-    return graph.tensor(node.inputs[0])
-
-
 def is_int8(node: Node, graph: Graph) -> bool:
     """True when the node's first input and first output are int8."""
     if not node.inputs or not node.inputs[0]:
@@ -89,10 +85,6 @@ def padded(dims: Iterable[int], rank: int, fill: int = 1) -> list[int]:
     if len(d) > rank:
         raise ValueError(f"rank {len(d)} > {rank}")
     return [fill] * (rank - len(d)) + d
-
-
-def c_array_literal(values: Iterable[int]) -> str:
-    return "{" + ", ".join(str(int(v)) for v in values) + "}"
 
 
 class PortableKernel:

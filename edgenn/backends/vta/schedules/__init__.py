@@ -5,8 +5,7 @@ panel with B tiles streamed through it, LOAD and GEMM double-buffered) are the t
 of the ZCU102 study whose GEMM table ``benchmarks/vta_gemm_table.py`` reproduces (its
 Algorithms 2 and 3; docs/references.md). ``tall_pipelined`` goes past them: taller output
 tiles, long DMA rows, whole-block GEMM instructions, LOAD / GEMM / STORE all overlapped, the
-bias added from a scratch accumulator row, tile sizes searched (docs/vta.md). It was called
-``ours`` before; that spelling is still accepted. Every schedule is
+bias added from a scratch accumulator row, tile sizes searched (docs/vta.md). Every schedule is
 ``build(problem, builder, operands) -> tiling``.
 """
 
@@ -17,7 +16,7 @@ from typing import Any
 
 from edgenn.backends.vta.errors import VtaScheduleError
 from edgenn.backends.vta.runtime import ProgramBuilder
-from edgenn.backends.vta.schedules import optimized, ours, tiled2
+from edgenn.backends.vta.schedules import optimized, tall_pipelined, tiled2
 from edgenn.backends.vta.schedules.common import GemmProblem, Operands
 
 ScheduleFn = Callable[[GemmProblem, ProgramBuilder, Operands], dict[str, Any]]
@@ -25,18 +24,15 @@ ScheduleFn = Callable[[GemmProblem, ProgramBuilder, Operands], dict[str, Any]]
 SCHEDULE_BUILDERS: dict[str, ScheduleFn] = {
     "tiled2": tiled2.build,
     "optimized": optimized.build,
-    "tall_pipelined": ours.build,
+    "tall_pipelined": tall_pipelined.build,
 }
 SCHEDULES = tuple(SCHEDULE_BUILDERS)
 DEFAULT_SCHEDULE = "tall_pipelined"
-# why aliases: scripts and results written before the schedule had a descriptive name
-SCHEDULE_ALIASES = {"ours": "tall_pipelined"}
 
 
 def schedule_name(name: str) -> str:
-    """The schedule's canonical name (``ours`` -> ``tall_pipelined``); unknown names raise."""
-    canonical = SCHEDULE_ALIASES.get(name, name)
-    if canonical not in SCHEDULE_BUILDERS:
+    """``name`` when it is a schedule's; any other name raises (one line, the choices)."""
+    if name not in SCHEDULE_BUILDERS:
         raise VtaScheduleError(f"unknown VTA schedule {name!r} (available: "
-                               f"{', '.join(SCHEDULES)}; 'ours' = 'tall_pipelined')")
-    return canonical
+                               f"{', '.join(SCHEDULES)})")
+    return name

@@ -230,8 +230,3 @@ def store_planes(b: ProgramBuilder, sync: Sync, problem: GemmProblem, ops: Opera
         freed = sync.st2c.signal()
     assert freed is not None
     return freed
-
-
-def check_fits(name: str, need: int, depth: int, what: str) -> None:
-    if need > depth:
-        raise VtaScheduleError(f"{name}: {what} needs {need} elements, the buffer has {depth}")

@@ -1,4 +1,4 @@
-"""``tall_pipelined`` (formerly ``ours``): past the ``optimized`` schedule of the ZCU102 study.
+"""``tall_pipelined``: past the ``optimized`` schedule of the ZCU102 study.
 
 What changes, and why (docs/vta.md has the numbers):
 
