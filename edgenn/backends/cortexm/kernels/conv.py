@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, i32, int8_weights, is_int8, ref_layer
 from edgenn.backends.cortexm.targets import Core
@@ -78,13 +79,12 @@ def conv_params(node: Node, graph: Graph) -> ConvParams:
     _, in_h, in_w, in_c = x.shape
     _, out_h, out_w, out_c = graph.tensor(node.outputs[0]).shape
     bias = np.asarray(layer.bias_int, dtype=np.int64)
-    sums = w.reshape(out_c, -1).astype(np.int64).sum(axis=1)
     pt, pl, pb, pr = layer.pads
     return ConvParams(
         in_h, in_w, in_c, out_h, out_w, out_c, layer.kh, layer.kw,
         layer.strides[0], layer.strides[1], layer.dilations[0], layer.dilations[1],
         pt, pl, pb, pr, layer.groups, layer.in_zp, layer.out_zp, layer.lo, layer.hi,
-        w, i32(bias), i32(bias - layer.in_zp * sums),
+        w, i32(bias), i32(fold_input_zero_point(bias, w, layer.in_zp)),
         np.broadcast_to(np.asarray(layer.mult, np.int64), (out_c,)).astype(np.int32),
         np.broadcast_to(np.asarray(layer.shift, np.int64), (out_c,)).astype(np.int32),
     )

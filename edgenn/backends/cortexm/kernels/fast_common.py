@@ -7,12 +7,6 @@ import numpy as np
 from edgenn.backends.cortexm.kernels.common import i32
 
 
-def folded_bias(bias: np.ndarray, w: np.ndarray, in_zp: int) -> np.ndarray:
-    """``bias - in_zp * sum(w[c])`` per output channel (int64, exact)."""
-    sums = w.reshape(w.shape[0], -1).astype(np.int64).sum(axis=1)
-    return np.asarray(bias, np.int64) - in_zp * sums
-
-
 def fast_requant_mode(w: np.ndarray, bias_folded: np.ndarray, shift: np.ndarray, mult: np.ndarray,
                       out_zp: int, act_min: int, act_max: int) -> int:
     """0, or 1/2 when the doubled-accumulator SMMULR requantization is bit-exact.

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
-    folded_bias,
     pack_pairs,
     quant_records,
 )
@@ -52,14 +52,14 @@ def pack_dw_weights(w: np.ndarray, scale: int = 1) -> np.ndarray:
 
 def dw_mode(p: ConvParams) -> int:
     """The requantization mode (0 exact double rounding; 1/2 proven-exact SMMULR)."""
-    return fast_requant_mode(p.w, folded_bias(p.bias, p.w, p.in_zp), p.shift, p.mult,
+    return fast_requant_mode(p.w, fold_input_zero_point(p.bias, p.w, p.in_zp), p.shift, p.mult,
                              p.out_zp, p.act_min, p.act_max)
 
 
 def dw_records(p: ConvParams, fast: int) -> np.ndarray:
     """int32 {bias, mult, shift, half} per channel, channels padded to a multiple of 4."""
-    return quant_records(folded_bias(p.bias, p.w, p.in_zp), p.mult, p.shift, p.out_zp, fast,
-                         pad_to=GROUP)
+    bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
+    return quant_records(bias, p.mult, p.shift, p.out_zp, fast, pad_to=GROUP)
 
 
 def dw_args(p: ConvParams, fast: int) -> list[int]:

@@ -39,6 +39,7 @@ from edgenn.arith.fixed_point import (
     wrap_int32,
 )
 from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.ref.kernels.common import Operands, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
@@ -296,8 +297,8 @@ class Lstm(Layer):
         fc_w = _requant(_scale_product(xq.s, ws) / GATE_INPUT_SCALE)
         fc_r = _requant(_scale_product(hq.s, rs) / GATE_INPUT_SCALE)
         act = self.activation if g == "cell" else "sigmoid"
-        return IntegerGate(w, r, bias - xq.zp * w.sum(axis=1), -hq.zp * r.sum(axis=1), fc_w,
-                           fc_r, act)
+        return IntegerGate(w, r, fold_input_zero_point(bias, w, xq.zp),
+                           fold_input_zero_point(0, r, hq.zp), fc_w, fc_r, act)
 
     def _int8_weights(self, name: str) -> IntArray:
         t = self._tensor(name)
