@@ -12,6 +12,7 @@ from edgenn.backends.cortexm.kernels.common import args, i32, int8_weights, is_i
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
+from edgenn.ir.conv import is_depthwise, is_depthwise_conv
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class ConvParams:
 
     @property
     def depthwise(self) -> bool:
-        return self.groups > 1 and self.groups == self.in_c and self.w.shape[3] == 1
+        return is_depthwise_conv(self.groups, self.in_c, self.w.shape)
 
     @property
     def has_padding(self) -> bool:
@@ -90,13 +91,6 @@ def conv_params(node: Node, graph: Graph) -> ConvParams:
     )
 
 
-def _is_depthwise(node: Node, graph: Graph) -> bool:
-    w = graph.tensor(node.inputs[1])
-    groups = int(node.attr("groups", 1))
-    ci = graph.tensor(node.inputs[0]).shape[3]
-    return groups > 1 and groups == ci and w.shape[3] == 1
-
-
 def _quant_arrays(p: ConvParams) -> list[CArray]:
     return [
         CArray("bias", "int32_t", p.bias),
@@ -114,7 +108,7 @@ class PortableConv:
     name = "edgenn_conv_s8"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        return is_int8(node, graph) and not _is_depthwise(node, graph)
+        return is_int8(node, graph) and not is_depthwise(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)
@@ -136,7 +130,7 @@ class PortableDepthwiseConv:
     name = "edgenn_dwconv_s8"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        return is_int8(node, graph) and _is_depthwise(node, graph)
+        return is_int8(node, graph) and is_depthwise(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)

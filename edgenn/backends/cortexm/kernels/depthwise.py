@@ -675,6 +675,8 @@ def dw_supported(node: Node, graph: Graph) -> bool:
     w = graph.tensor(node.inputs[1])
     y = graph.tensor(node.outputs[0])
     cin = x.shape[3]
+    # one input channel per group: a depthwise conv (is_depthwise), and also a one-channel
+    # conv (groups 1, Cin 1), which is the depthwise conv of multiplier Cout
     if int(node.attr("groups", 1)) != cin or w.shape[3] != 1:
         return False
     if w.shape[0] != y.shape[3] or y.shape[3] % cin or w.data is None:

@@ -31,6 +31,7 @@ from edgenn.backends.cortexm.kernels.fast_common import (
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
+from edgenn.ir.conv import is_depthwise
 
 GROUP = 4  # channels per step (one 32-bit word of NHWC input)
 
@@ -79,10 +80,9 @@ def dw_supported(node: Node, graph: Graph) -> bool:
         return False
     x = graph.tensor(node.inputs[0])
     w = graph.tensor(node.inputs[1])
-    cin = x.shape[3]
-    if cin < 2 or int(node.attr("groups", 1)) != cin:
+    if not is_depthwise(node, graph):
         return False
-    if w.shape[3] != 1 or w.shape[0] != cin:
+    if w.shape[0] != x.shape[3]:
         return False  # depth multiplier > 1: the portable kernel
     return tuple(int(d) for d in node.attr("dilations", (1, 1))) == (1, 1)
 
