@@ -41,6 +41,11 @@ from edgenn.arith.fixed_point import (
 from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.ref.kernels.common import Operands, per_tensor
+from edgenn.backends.ref.kernels.fixed_point_s16 import (
+    INT16_MAX,
+    INT16_MIN,
+    multiply_by_quantized_multiplier_64,
+)
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, QuantParams, Tensor
@@ -49,22 +54,9 @@ from edgenn.ir.opdefs.recurrent import LSTM_INDEX
 GATES = ("forget", "input", "cell", "output")  # TFLM's evaluation order
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: the FC outputs feeding the gate activations
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gate activations' outputs
-INT16_MIN, INT16_MAX = -32768, 32767
-
-IntArray = npt.NDArray[np.int64]
-
-
-# -- TFLM's int16 activations and 64-bit requantization --------------------------------------
 GATE_TANH_SCALING = Int16InputScaling.for_power(-12)  # the gates' tanh of Q3.12
 
-
-def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: int, shift: int) -> IntArray:
-    """TFLite's ``MultiplyByQuantizedMultiplier(int64_t x, ...)`` (16x8 kernels): the
-    multiplier reduced to 16 bits, one rounding shift, the result cast to int32."""
-    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
-    total_shift = 15 - shift
-    result = (np.asarray(x, np.int64) * reduced + (1 << (total_shift - 1))) >> total_shift
-    return np.asarray(wrap_int32(result))
+IntArray = npt.NDArray[np.int64]
 
 
 # -- constants ---------------------------------------------------------------------------------
@@ -81,7 +73,7 @@ class Requant:
     def __call__(self, v: IntArray, wide: bool = False) -> IntArray:
         """``wide``: ``v`` is a 64-bit accumulator (the 16x8 FC)."""
         if wide:
-            y = multiply_by_quantized_multiplier_int64(v, self.multiplier, self.shift)
+            y = multiply_by_quantized_multiplier_64(v, self.multiplier, self.shift)
         else:
             y = multiply_by_quantized_multiplier(wrap_int32(v), self.multiplier, self.shift)
         return np.clip(y + self.zero_point, self.lo, self.hi)
@@ -234,7 +226,7 @@ class Lstm(Layer):
             z = z + peep * c
         if self.gate_clip > 0:
             z = np.clip(z, -self.gate_clip, self.gate_clip)
-        return _sigmoid_f32(z) if activation == "sigmoid" else np.tanh(z)
+        return sigmoid_f32(z) if activation == "sigmoid" else np.tanh(z)
 
     def _step_f32(self, x_t: np.ndarray, h: np.ndarray,
                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -356,7 +348,7 @@ class Lstm(Layer):
         return outs
 
 
-def _sigmoid_f32(z: np.ndarray) -> np.ndarray:
+def sigmoid_f32(z: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-z)) in float32 without overflow warnings."""
     e = np.exp(-np.abs(z))
     return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
