@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edgenn_acle.h"
+#include "edgenn_curves_s16.h"
 #include "edgenn_fixed_point.h"
 #include "edgenn_sigmoid_table.h" /* generated from edgenn/arith/int16_curves.py */
 
@@ -24,37 +25,13 @@ static inline int32_t scale_input(int32_t x, int32_t multiplier, int32_t shift)
 /* reference_integer_ops::Logistic (int16): Q3.12 (times 3) in, Q0.15 out. */
 static int16_t sigmoid16(int32_t x)
 {
-    int32_t v = x * 3;
-    uint32_t a = (uint32_t)(v < 0 ? -v : v);
-    uint32_t uh = a >> 9;
-    uint32_t result;
-    if (uh >= 255u) {
-        result = 0x7FFFu << 10;
-    } else {
-        uint32_t ua = edgenn_sigmoid_table[uh];
-        uint32_t ub = edgenn_sigmoid_table[uh + 1u];
-        result = (ua << 9) + (a & 0x1FFu) * (ub - ua);
-    }
-    result = v >= 0 ? result + (1u << 9) : (1u << 25) - result + (1u << 9) - 1u;
-    return (int16_t)(result >> 10);
+    return edgenn_sigmoid16(x * 3, edgenn_sigmoid_table);
 }
 
 /* reference_integer_ops::Tanh (int16) after the LSTM's input scaling; Q0.15 out. */
 static int16_t tanh16(int32_t x, int32_t multiplier, int32_t shift)
 {
-    int32_t v = scale_input(x, multiplier, shift);
-    uint32_t a = (uint32_t)(v < 0 ? -v : v);
-    uint32_t uh = a >> 8;
-    int32_t result;
-    if (uh >= 255u) {
-        result = 0xFFFF << 8;
-    } else {
-        uint32_t ua = edgenn_sigmoid_table[uh];
-        uint32_t ub = edgenn_sigmoid_table[uh + 1u];
-        result = (int32_t)((ua << 8) + (a & 0xFFu) * (ub - ua));
-    }
-    result = v >= 0 ? result - (1 << 23) + (1 << 7) : -result + (1 << 23) + (1 << 7) - 1;
-    return (int16_t)(result >> 8);
+    return edgenn_tanh16(scale_input(x, multiplier, shift), edgenn_sigmoid_table);
 }
 
 /* TFLite's MultiplyByQuantizedMultiplier(int64_t x, ...) of the 16x8 kernels. */
