@@ -24,8 +24,9 @@ import numpy as np
 
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8
+from edgenn.backends.cortexm.kernels.common import args, i32
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
+from edgenn.backends.cortexm.kernels.fast_common import dsp_dense_conv, undilated
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
 
@@ -131,11 +132,7 @@ class DspConv:
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or not is_int8(node, graph):
-            return False
-        if int(node.attr("groups", 1)) != 1:
-            return False
-        if tuple(int(d) for d in node.attr("dilations", (1, 1))) != (1, 1):
+        if not dsp_dense_conv(node, graph, core) or not undilated(node):
             return False
         w = graph.tensor(node.inputs[1])
         # why: the x8-unrolled loop addresses the patch with 12-bit immediate offsets only

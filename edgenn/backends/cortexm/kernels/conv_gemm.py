@@ -41,9 +41,10 @@ import numpy as np
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import i32, is_int8
+from edgenn.backends.cortexm.kernels.common import i32
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
+    dsp_dense_conv,
     fast_requant_mode,
     quant_records,
 )
@@ -756,9 +757,7 @@ def shared_code(p: ConvParams, plan: Plan) -> str:
 
 
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
-    if not core.has_dsp or not is_int8(node, graph):
-        return False
-    if int(node.attr("groups", 1)) != 1:
+    if not dsp_dense_conv(node, graph, core):
         return False
     w = graph.tensor(node.inputs[1])
     if w.data is None or len(w.shape) != 4:

@@ -18,12 +18,14 @@ import numpy as np
 
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, is_int8
+from edgenn.backends.cortexm.kernels.common import args
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
+    dsp_dense_conv,
     fast_requant_mode,
     pack_pairs,
     quant_records,
+    undilated,
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
@@ -73,11 +75,7 @@ class FastConv1Ch:
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or not is_int8(node, graph):
-            return False
-        if int(node.attr("groups", 1)) != 1:
-            return False
-        if tuple(int(d) for d in node.attr("dilations", (1, 1))) != (1, 1):
+        if not dsp_dense_conv(node, graph, core) or not undilated(node):
             return False
         w = graph.tensor(node.inputs[1])
         return w.shape[3] == 1 and w.shape[1] * w.shape[2] <= MAX_TAPS

@@ -28,6 +28,7 @@ from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
     pack_pairs,
     quant_records,
+    undilated,
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
@@ -84,7 +85,7 @@ def dw_supported(node: Node, graph: Graph) -> bool:
         return False
     if w.shape[0] != x.shape[3]:
         return False  # depth multiplier > 1: the portable kernel
-    return tuple(int(d) for d in node.attr("dilations", (1, 1))) == (1, 1)
+    return undilated(node)
 
 
 class FastDepthwiseConv:
