@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -139,49 +139,52 @@ def _lookup(table: npt.NDArray[np.int8], x: np.ndarray) -> np.ndarray:
     return table[x.view(np.uint8) ^ 0x80]
 
 
-@register("Sigmoid", DType.FLOAT32, DType.INT8, DType.INT16)
-class Sigmoid(Layer):
+class _Curve(Layer):
+    """Sigmoid or Tanh: an int8 table, TFLM's int16 curve, or the float32 function."""
+
+    TANH: ClassVar[bool]
+    INT8_OUTPUT: ClassVar[tuple[float, int, int]]  # the fixed (scale, zero point, bits)
+    FIXED_POINT: ClassVar[Callable[[Any, int], Any]]  # gemmlowp's Q4.27 -> Q0.31 curve
+
     def build(self) -> None:
         x = self.inputs[0]
         assert x is not None
         self.table: npt.NDArray[np.int8] | None = None
         self.int16: Int16Curve | None = None
         if x.dtype is DType.INT8:
-            # output Q0.8 (31 - 23 fractional bits dropped), zero point -128
-            curve = _Int8Curve(self, 1.0 / 256, -128, 8)
-            self.table = curve.table(gemmlowp_logistic)
+            self.table = _Int8Curve(self, *self.INT8_OUTPUT).table(type(self).FIXED_POINT)
         elif x.dtype is DType.INT16:
-            self.int16 = Int16Curve(self, tanh=False)
+            self.int16 = Int16Curve(self, tanh=self.TANH)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         if self.table is not None:
             return [_lookup(self.table, xs[0])]
         if self.int16 is not None:
             return [self.int16(xs[0])]
-        x = xs[0].astype(np.float32, copy=False)
+        return [self.float32(xs[0].astype(np.float32, copy=False))]
+
+    def float32(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@register("Sigmoid", DType.FLOAT32, DType.INT8, DType.INT16)
+class Sigmoid(_Curve):
+    TANH = False
+    INT8_OUTPUT = (1.0 / 256, -128, 8)  # Q0.8 (31 - 23 fractional bits dropped), zp -128
+    FIXED_POINT = gemmlowp_logistic
+
+    def float32(self, x: np.ndarray) -> np.ndarray:
         # exp of -|x| never overflows; mirror for the negative half.
         e = np.exp(-np.abs(x))
         pos = 1.0 / (1.0 + e)
-        return [np.where(x >= 0, pos, e * pos).astype(np.float32)]
+        return np.where(x >= 0, pos, e * pos).astype(np.float32)
 
 
 @register("Tanh", DType.FLOAT32, DType.INT8, DType.INT16)
-class Tanh(Layer):
-    def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        self.table: npt.NDArray[np.int8] | None = None
-        self.int16: Int16Curve | None = None
-        if x.dtype is DType.INT8:
-            # output Q0.7 (signed), zero point 0
-            curve = _Int8Curve(self, 1.0 / 128, 0, 7)
-            self.table = curve.table(gemmlowp_tanh)
-        elif x.dtype is DType.INT16:
-            self.int16 = Int16Curve(self, tanh=True)
+class Tanh(_Curve):
+    TANH = True
+    INT8_OUTPUT = (1.0 / 128, 0, 7)  # Q0.7 (signed), zero point 0
+    FIXED_POINT = gemmlowp_tanh
 
-    def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        if self.table is not None:
-            return [_lookup(self.table, xs[0])]
-        if self.int16 is not None:
-            return [self.int16(xs[0])]
-        return [np.tanh(xs[0].astype(np.float32, copy=False))]
+    def float32(self, x: np.ndarray) -> np.ndarray:
+        return np.tanh(x)
