@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from vta_graphs import conv_graph, fc_graph, random_input
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.ref import compile_ref
 from edgenn.backends.vta.config import VtaConfig
-from edgenn.backends.vta.conv import VtaConv2D, cpu_reason, folded_bias, weight_matrices
+from edgenn.backends.vta.conv import VtaConv2D, cpu_reason, weight_matrices
 from edgenn.backends.vta.executable import compile_vta
 from edgenn.backends.vta.gemm import GemmRun
 from edgenn.backends.vta.im2col import ConvGeometry, im2col
@@ -131,7 +132,7 @@ def test_zero_point_is_folded_into_the_bias() -> None:
     graph = conv_graph(13, (5, 5), 4, 6, (3, 3), pads=(1, 1, 1, 1), in_zp=-20)
     ref = compile_ref(graph).layers[0]
     (b,) = weight_matrices(ref)
-    folded = folded_bias(ref.bias_int, b, -20)
+    folded = fold_input_zero_point(ref.bias_int, b.T, -20)
     np.testing.assert_array_equal(folded, ref.bias_int + 20 * b.astype(np.int64).sum(0))
     x = random_input(graph, 1)
     target = OffloadTarget(VtaConfig.preset(), "tall_pipelined", vta_standin.run_gemm)

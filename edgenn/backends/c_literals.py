@@ -13,6 +13,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from edgenn.ir import DType
+
+# The C type of each element type a generated kernel or API reads and writes (no int64: no C
+# backend takes int64 tensors). Why uint8_t for bool: a bool tensor is one byte, 0 or 1.
+C_TYPE: dict[DType, str] = {
+    DType.INT8: "int8_t", DType.UINT8: "uint8_t", DType.INT16: "int16_t",
+    DType.INT32: "int32_t", DType.FLOAT32: "float", DType.BOOL: "uint8_t",
+}
+
 
 def c_float(v: float) -> str:
     """The float32 nearest to ``v`` as a C ``float`` literal (or constant expression)."""

@@ -12,6 +12,7 @@ from edgenn.arith.fixed_point import quantize_scalar, type_range
 from edgenn.export.lowering import BO, OP, Lowering, empty_options, fused, op_version
 from edgenn.export.padding import PadMode, pad_mode, trim_pads
 from edgenn.ir import DType, QuantParams
+from edgenn.ir.conv import is_depthwise_conv
 from edgenn.ir.tflite_enums import padding_code
 
 LowerFn = Callable[[Lowering], None]
@@ -103,7 +104,7 @@ def _conv2d(lw: Lowering) -> None:
     dilations = _pair(node.attr("dilations", (1, 1)))
     if w_ir.data is None:
         raise lw.unsupported("weights must be constant")
-    depthwise = groups > 1 and groups == ci and w_ir.shape[3] == 1
+    depthwise = is_depthwise_conv(groups, ci, w_ir.shape)
     if groups != 1 and not depthwise:
         raise lw.unsupported(f"grouped convolution (groups={groups}, {ci} input channels)")
     x, padding = _spatial_padding(lw, lw.input(0), (kh, kw), strides, dilations, None)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.ref.kernels.common import batch_chunks, quant_of, requantize
 from edgenn.backends.ref.layer import Layer
 from edgenn.backends.vta.im2col import ConvGeometry, im2col
@@ -65,11 +66,6 @@ def weight_matrices(layer: Layer) -> list[npt.NDArray[np.int8]]:
     ]
 
 
-def folded_bias(bias: npt.NDArray[np.int64], b: npt.NDArray[np.int8], in_zp: int) -> np.ndarray:
-    """``bias - in_zp * colsum(b)`` in int64 (the caller checks it fits int32)."""
-    return bias.astype(np.int64) - np.int64(in_zp) * b.astype(np.int64).sum(axis=0)
-
-
 def cpu_reason(layer: Layer) -> str | None:
     """Why an int8 Conv2D / FullyConnected stays on the CPU, or None when it is offloaded."""
     node = layer.node
@@ -87,7 +83,7 @@ def cpu_reason(layer: Layer) -> str | None:
     bias = layer.bias_int  # type: ignore[attr-defined]
     for g, b in enumerate(weight_matrices(layer)):
         cols = slice(g * b.shape[1], (g + 1) * b.shape[1])
-        folded = folded_bias(bias[cols], b, in_zp)
+        folded = fold_input_zero_point(bias[cols], b.T, in_zp)  # B: [K, Cout]
         # why: the accumulators are int32 and wrap. Wrapping partial sums are harmless (modular
         # arithmetic), but the final x.w + folded bias must fit int32 for every possible input.
         worst = 128 * np.abs(b.astype(np.int64)).sum(axis=0) + np.abs(folded)
@@ -113,9 +109,9 @@ class VtaGemmLayer(Layer):
         self.b = weight_matrices(ref)
         bias = ref.bias_int  # type: ignore[attr-defined]
         width = self.b[0].shape[1]
-        self.bias = [
-            folded_bias(bias[g * width : (g + 1) * width], b, self.in_zp).astype(np.int32)
-            for g, b in enumerate(self.b)
+        self.bias = [  # each B is [K, Cout / groups]: its channels are columns
+            fold_input_zero_point(bias[g * width : (g + 1) * width], b.T, self.in_zp)
+            .astype(np.int32) for g, b in enumerate(self.b)
         ]
         self.build()
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from edgenn.analysis import node_macs
 from edgenn.ir import Graph, Node
+from edgenn.ir.conv import is_depthwise
 from edgenn.passes.fusion.chains import Chain
 
 # Assumed MACs per cycle of each kernel kind (Cortex-M4, int8, DSP kernels).
@@ -31,7 +32,7 @@ def kernel_kind(graph: Graph, node: Node) -> str:
         return "fully_connected"
     if node.op != "Conv2D":
         return "other"
-    if int(node.attr("groups", 1)) > 1:
+    if is_depthwise(node, graph):
         return "depthwise"
     return "conv_1ch" if graph.tensor(node.inputs[0]).shape[-1] == 1 else "conv"
 

@@ -11,11 +11,7 @@
 
 #include <stddef.h>
 
-static inline float clampf(float v, float lo, float hi)
-{
-    v = v < lo ? lo : v;
-    return hi < v ? hi : v;
-}
+#include "edgenn_math_f32.h"
 
 /* the taps k in [lo, hi) of a window starting at `origin` (stride `dil`) that lie inside
  * [0, size): what TFLite Micro's per-tap bounds check keeps, found once per output */
@@ -75,10 +71,10 @@ void edgenn_conv_f32(const float *in, float *out, const float *w, const float *b
                         a2 += bias[co + 2];
                         a3 += bias[co + 3];
                     }
-                    op[co] = clampf(a0, act_min, act_max);
-                    op[co + 1] = clampf(a1, act_min, act_max);
-                    op[co + 2] = clampf(a2, act_min, act_max);
-                    op[co + 3] = clampf(a3, act_min, act_max);
+                    op[co] = edgenn_clamp_f32(a0, act_min, act_max);
+                    op[co + 1] = edgenn_clamp_f32(a1, act_min, act_max);
+                    op[co + 2] = edgenn_clamp_f32(a2, act_min, act_max);
+                    op[co + 3] = edgenn_clamp_f32(a3, act_min, act_max);
                 }
                 for (; co < co_end; co++) {
                     const float *w0 = w + co * w_stride;
@@ -96,7 +92,7 @@ void edgenn_conv_f32(const float *in, float *out, const float *w, const float *b
                     if (bias != NULL) {
                         a0 += bias[co];
                     }
-                    op[co] = clampf(a0, act_min, act_max);
+                    op[co] = edgenn_clamp_f32(a0, act_min, act_max);
                 }
             }
         }
@@ -142,10 +138,10 @@ void edgenn_dwconv_f32(const float *in, float *out, const float *w, const float 
                         a2 += bias[co + 2];
                         a3 += bias[co + 3];
                     }
-                    op[co] = clampf(a0, act_min, act_max);
-                    op[co + 1] = clampf(a1, act_min, act_max);
-                    op[co + 2] = clampf(a2, act_min, act_max);
-                    op[co + 3] = clampf(a3, act_min, act_max);
+                    op[co] = edgenn_clamp_f32(a0, act_min, act_max);
+                    op[co + 1] = edgenn_clamp_f32(a1, act_min, act_max);
+                    op[co + 2] = edgenn_clamp_f32(a2, act_min, act_max);
+                    op[co + 3] = edgenn_clamp_f32(a3, act_min, act_max);
                 }
             }
             for (int32_t ic = co / mult; co < out_c; ic++) {
@@ -161,7 +157,7 @@ void edgenn_dwconv_f32(const float *in, float *out, const float *w, const float 
                     if (bias != NULL) {
                         acc += bias[co];
                     }
-                    op[co] = clampf(acc, act_min, act_max);
+                    op[co] = edgenn_clamp_f32(acc, act_min, act_max);
                 }
             }
         }
@@ -191,10 +187,10 @@ void edgenn_fc_f32(const float *in, float *out, const float *w, const float *bia
                 a2 += bias[co + 2];
                 a3 += bias[co + 3];
             }
-            op[co] = clampf(a0, act_min, act_max);
-            op[co + 1] = clampf(a1, act_min, act_max);
-            op[co + 2] = clampf(a2, act_min, act_max);
-            op[co + 3] = clampf(a3, act_min, act_max);
+            op[co] = edgenn_clamp_f32(a0, act_min, act_max);
+            op[co + 1] = edgenn_clamp_f32(a1, act_min, act_max);
+            op[co + 2] = edgenn_clamp_f32(a2, act_min, act_max);
+            op[co + 3] = edgenn_clamp_f32(a3, act_min, act_max);
         }
         for (; co < out_c; co++) {
             const float *w0 = w + co * depth;
@@ -205,7 +201,7 @@ void edgenn_fc_f32(const float *in, float *out, const float *w, const float *bia
             if (bias != NULL) {
                 a0 += bias[co];
             }
-            op[co] = clampf(a0, act_min, act_max);
+            op[co] = edgenn_clamp_f32(a0, act_min, act_max);
         }
     }
 }

@@ -5,17 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
-/* reference_ops::Logistic (float): saturates above 16.619 and uses exp below -9. */
-static float sigmoid_f32(float v)
-{
-    if (v > 16.619047164916992188f) {
-        return 1.0f;
-    }
-    if (v < -9.0f) {
-        return expf(v);
-    }
-    return 1.0f / (1.0f + expf(-v));
-}
+#include "edgenn_math_f32.h" /* edgenn_logistic_f32: reference_ops::Logistic */
 
 static float dot_f32(const float *w, const float *v, int32_t n)
 {
@@ -44,7 +34,7 @@ static void gate_f32(const edgenn_lstm_f32_params *p, int32_t k, const float *x,
         if (p->gate_clip > 0.0f) {
             z = z > p->gate_clip ? p->gate_clip : (z < -p->gate_clip ? -p->gate_clip : z);
         }
-        out[j] = sigmoid ? sigmoid_f32(z) : tanhf(z);
+        out[j] = sigmoid ? edgenn_logistic_f32(z) : tanhf(z);
     }
 }
 

@@ -6,14 +6,10 @@
 #include <float.h>
 #include <math.h>
 
+#include "edgenn_math_f32.h"
+
 static inline int32_t imax(int32_t a, int32_t b) { return a > b ? a : b; }
 static inline int32_t imin(int32_t a, int32_t b) { return a < b ? a : b; }
-
-static inline float clampf(float v, float lo, float hi)
-{
-    v = v < lo ? lo : v;
-    return hi < v ? hi : v;
-}
 
 void edgenn_maxpool_f32(const float *in, float *out, int32_t in_h, int32_t in_w, int32_t c,
                         int32_t out_h, int32_t out_w, int32_t k_h, int32_t k_w,
@@ -36,7 +32,7 @@ void edgenn_maxpool_f32(const float *in, float *out, int32_t in_h, int32_t in_w,
                         m = m < v ? v : m; /* std::max(m, v) */
                     }
                 }
-                op[ch] = clampf(m, act_min, act_max);
+                op[ch] = edgenn_clamp_f32(m, act_min, act_max);
             }
         }
     }
@@ -64,7 +60,7 @@ void edgenn_avgpool_f32(const float *in, float *out, int32_t in_h, int32_t in_w,
                         total += ip[x * c];
                     }
                 }
-                op[ch] = clampf(total / count, act_min, act_max);
+                op[ch] = edgenn_clamp_f32(total / count, act_min, act_max);
             }
         }
     }

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgenn.backends.c_literals import c_literal
+from edgenn.backends.c_literals import C_TYPE, c_literal
 from edgenn.backends.cortexm.codegen.names import c_comment, check_identifier
 from edgenn.backends.cortexm.codegen.state import StateSlot, reset_function, store_statements
+from edgenn.ir import DType
 
 ARENA_ALIGNMENT = 16  # why: kernels read 16-aligned scratch with word and double-word loads
 C_STANDARD_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror")
@@ -29,8 +30,6 @@ STATUS_CODES = (
                                    "ARENA_ALIGNMENT bytes"),
     ("ERROR_NO_STATIC_ARENA", -5, "init called on a library built for an external arena"),
 )
-_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "float32": "float",
-            "uint8": "uint8_t", "bool": "uint8_t"}  # a bool is one byte, 0 or 1
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ class Io:
 
     @property
     def ctype(self) -> str:
-        return _C_TYPES[self.dtype]
+        return C_TYPE[DType(self.dtype)]
 
 
 @dataclass(frozen=True)

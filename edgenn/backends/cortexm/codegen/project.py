@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edgenn.analysis import node_macs
+from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.codegen import library, templates
 from edgenn.backends.cortexm.codegen.emit import layer_comment, render
 from edgenn.backends.cortexm.codegen.library import Io, LibrarySpec
@@ -31,7 +32,7 @@ from edgenn.backends.cortexm.kernel import KernelCall
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError, UnsupportedOperatorError
-from edgenn.ir import DType, Graph, Tensor
+from edgenn.ir import Graph, Tensor
 from edgenn.memory import MemoryPlan, state_offsets
 from edgenn.utils import atomic_write_bytes
 
@@ -40,9 +41,6 @@ DEFAULT_STACK_BYTES = 2048  # measured high-water marks are ~0.5 KiB (stack pain
 DEFAULT_NAME = "model"
 GENERIC_BOARD = "generic"
 ARENA_KINDS = ("static", "external")
-_PTR_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t", DType.INT32: "int32_t",
-             DType.FLOAT32: "float", DType.UINT8: "uint8_t",
-             DType.BOOL: "uint8_t"}  # why uint8_t: a bool tensor is bytes of 0 / 1
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
@@ -77,7 +75,7 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...
     out = []
     for name in names:
         t = graph.tensor(name)
-        if t.dtype not in _PTR_TYPE:
+        if t.dtype not in C_TYPE:
             raise UnsupportedOperatorError(f"graph input/output {name!r} is {t.dtype.value}; "
                                            "Cortex-M firmware takes int8, uint8, int16, int32, "
                                            "float32 or bool")
@@ -302,7 +300,7 @@ def _skip_manifest(skip: SkipLayout, name: str) -> dict[str, Any]:
 
 
 def _pointer(t: Tensor, arena: str, offset: int) -> str:
-    ctype = _PTR_TYPE.get(t.dtype)
+    ctype = C_TYPE.get(t.dtype)
     if ctype is None:
         raise UnsupportedOperatorError(
             f"tensor {t.name!r}: {t.dtype.value} activations are not supported on Cortex-M")

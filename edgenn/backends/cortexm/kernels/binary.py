@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -35,7 +36,6 @@ from edgenn.ir import DType, Graph, Node
 
 HEADER = ("edgenn_binary.h",)
 LUT_SRC = ("edgenn_unary_s8.c",)
-C_TYPE = {DType.INT8: "int8_t", DType.INT16: "int16_t"}
 
 
 # -- broadcasting geometry -------------------------------------------------------------------
@@ -147,8 +147,8 @@ def _single_constant_lut(node: Node, graph: Graph) -> KernelCall | None:
                       in_place=index == 0)
 
 
-def elementwise_call(node: Node, graph: Graph, op_code: str, c_types: dict[DType, str],
-                     header: tuple[str, ...], kernel_name: str, what: str = "") -> KernelCall:
+def elementwise_call(node: Node, graph: Graph, op_code: str, header: tuple[str, ...],
+                     kernel_name: str, what: str = "") -> KernelCall:
     """The per-layer C of an element-wise layer: ``op_code`` defines ``@P@_op``, applied over
     the broadcast output by the loops of ``loop_function``; constant operands become arrays.
     ``what``: the element type named in the comment (default the output's)."""
@@ -157,8 +157,8 @@ def elementwise_call(node: Node, graph: Graph, op_code: str, c_types: dict[DType
     loops = broadcast_loops(out.shape, [t.shape for t in ins])
     arrays: list[CArray] = []
     operands = [const_operand(node, graph, k, arrays) for k in range(len(ins))]
-    code = op_code + "\n" + loop_function(loops, [c_types[t.dtype] for t in ins],
-                                          c_types[out.dtype])
+    code = op_code + "\n" + loop_function(loops, [C_TYPE[t.dtype] for t in ins],
+                                          C_TYPE[out.dtype])
     # why in place: each output element is written after every input of it is read, and
     # input 0 (of the output's shape and element size) is read at the very index written
     dense = (not ins[0].is_const and ins[0].shape == out.shape
@@ -178,7 +178,7 @@ def _prepare(expr: ElementExpr) -> Callable[[Node, Graph], KernelCall]:
             return lut
         op_code = (f"static inline int32_t @P@_op(int32_t a, int32_t b)\n{{\n"
                    f"    return {expr(ref_layer(node, graph))};\n}}\n")
-        return elementwise_call(node, graph, op_code, C_TYPE, HEADER,
+        return elementwise_call(node, graph, op_code, HEADER,
                                 f"edgenn_{node.op.lower()}_generated")
     return prepare
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.arith.fixed_point import wrap_int32
-from edgenn.backends.c_literals import c_double, c_float  # noqa: F401  (kernels import them here)
+from edgenn.backends.c_literals import C_TYPE, c_double, c_float  # noqa: F401  (kernels import them here)
 from edgenn.backends.cortexm.kernel import CArray
 from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import UnsupportedOperatorError
@@ -70,9 +70,7 @@ def const_operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) ->
     if not t.is_const:
         return f"{{in{index}}}"
     assert t.data is not None
-    ctype = {DType.INT8: "int8_t", DType.FLOAT32: "float", DType.INT32: "int32_t",
-             DType.UINT8: "uint8_t", DType.INT16: "int16_t",
-             DType.BOOL: "uint8_t"}.get(t.dtype)  # why uint8_t: a bool is one 0 / 1 byte
+    ctype = C_TYPE.get(t.dtype)
     if ctype is None:
         raise UnsupportedOperatorError(f"{node}: constant input of type {t.dtype.value}")
     arrays.append(CArray(f"k{index}", ctype, t.data))

@@ -16,13 +16,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.binary import elementwise_call
 from edgenn.backends.cortexm.kernels.common import PortableKernel, ref_layer
 from edgenn.ir import DType, Graph, Node
 
 F32, I8, I16, I32, BOOL = DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.BOOL
-C_TYPE = {F32: "float", I8: "int8_t", I16: "int16_t", I32: "int32_t", BOOL: "uint8_t"}
+WHERE_TYPES = (F32, I8, I16, I32, BOOL)  # the element types Where selects between
 HEADER = ("edgenn_fixed_point.h",)
 COMPARE = {"Equal": "==", "NotEqual": "!=", "Less": "<", "LessOrEqual": "<=",
            "Greater": ">", "GreaterOrEqual": ">="}
@@ -35,7 +36,7 @@ def _types(node: Node, graph: Graph) -> list[DType]:
 
 def _elementwise(node: Node, graph: Graph, op_code: str, what: str) -> KernelCall:
     """The per-layer C: ``@P@_op`` (``op_code``) over the broadcast output."""
-    return elementwise_call(node, graph, op_code, C_TYPE, HEADER,
+    return elementwise_call(node, graph, op_code, HEADER,
                             f"edgenn_{node.op.lower()}_generated", what)
 
 
@@ -78,7 +79,7 @@ def _where_match(node: Node, graph: Graph) -> bool:
     if len(node.inputs) != 3 or not all(node.inputs):
         return False
     c, x, y, out = _types(node, graph)
-    return c is BOOL and x in C_TYPE and y is x and out is x
+    return c is BOOL and x in WHERE_TYPES and y is x and out is x
 
 
 def _where(node: Node, graph: Graph) -> KernelCall:

@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, i32, int8_weights, is_int8, ref_layer
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
+from edgenn.ir.conv import is_depthwise, is_depthwise_conv
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class ConvParams:
 
     @property
     def depthwise(self) -> bool:
-        return self.groups > 1 and self.groups == self.in_c and self.w.shape[3] == 1
+        return is_depthwise_conv(self.groups, self.in_c, self.w.shape)
 
     @property
     def has_padding(self) -> bool:
@@ -78,23 +80,15 @@ def conv_params(node: Node, graph: Graph) -> ConvParams:
     _, in_h, in_w, in_c = x.shape
     _, out_h, out_w, out_c = graph.tensor(node.outputs[0]).shape
     bias = np.asarray(layer.bias_int, dtype=np.int64)
-    sums = w.reshape(out_c, -1).astype(np.int64).sum(axis=1)
     pt, pl, pb, pr = layer.pads
     return ConvParams(
         in_h, in_w, in_c, out_h, out_w, out_c, layer.kh, layer.kw,
         layer.strides[0], layer.strides[1], layer.dilations[0], layer.dilations[1],
         pt, pl, pb, pr, layer.groups, layer.in_zp, layer.out_zp, layer.lo, layer.hi,
-        w, i32(bias), i32(bias - layer.in_zp * sums),
+        w, i32(bias), i32(fold_input_zero_point(bias, w, layer.in_zp)),
         np.broadcast_to(np.asarray(layer.mult, np.int64), (out_c,)).astype(np.int32),
         np.broadcast_to(np.asarray(layer.shift, np.int64), (out_c,)).astype(np.int32),
     )
-
-
-def _is_depthwise(node: Node, graph: Graph) -> bool:
-    w = graph.tensor(node.inputs[1])
-    groups = int(node.attr("groups", 1))
-    ci = graph.tensor(node.inputs[0]).shape[3]
-    return groups > 1 and groups == ci and w.shape[3] == 1
 
 
 def _quant_arrays(p: ConvParams) -> list[CArray]:
@@ -114,7 +108,7 @@ class PortableConv:
     name = "edgenn_conv_s8"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        return is_int8(node, graph) and not _is_depthwise(node, graph)
+        return is_int8(node, graph) and not is_depthwise(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)
@@ -136,7 +130,7 @@ class PortableDepthwiseConv:
     name = "edgenn_dwconv_s8"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        return is_int8(node, graph) and _is_depthwise(node, graph)
+        return is_int8(node, graph) and is_depthwise(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8
+from edgenn.backends.cortexm.kernels.common import args, i32
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
+from edgenn.backends.cortexm.kernels.fast_common import dsp_dense_conv, undilated
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
 
@@ -59,12 +61,6 @@ def pack_weights(w: np.ndarray, scale: int = 1) -> np.ndarray:
     return np.ascontiguousarray(words.reshape(cpad // GROUP, GROUP, kp).transpose(0, 2, 1)).ravel()
 
 
-def folded_bias(p: ConvParams) -> np.ndarray:
-    """``bias - in_zp * sum(w)`` per channel, exact (int64)."""
-    sums = p.w.reshape(p.out_c, -1).astype(np.int64).sum(axis=1)
-    return np.asarray(p.bias, np.int64) - p.in_zp * sums
-
-
 def fast_mode(p: ConvParams) -> int:
     """0, or 1/2 when the kernel may use the doubled-accumulator SMMULR requantization.
 
@@ -78,7 +74,7 @@ def fast_mode(p: ConvParams) -> int:
     if not np.all(shift <= -1) or p.act_max != 127:
         return 0
     w_abs = np.abs(p.w.reshape(p.out_c, -1).astype(np.int64)).sum(1)
-    bound = np.abs(folded_bias(p)) + 128 * w_abs
+    bound = np.abs(fold_input_zero_point(p.bias, p.w, p.in_zp)) + 128 * w_abs
     if not np.all(2 * bound < 2**31):
         return 0
     r = -shift
@@ -97,7 +93,7 @@ def quant_records(p: ConvParams, fast: int) -> np.ndarray:
     """int32 [Cpad, 4]: {bias, mult, shift, half} per channel, zero-padded to GROUP channels."""
     cpad = -(-p.out_c // GROUP) * GROUP
     rec = np.zeros((cpad, 4), np.int64)
-    bias = folded_bias(p)
+    bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
     shift = np.asarray(p.shift, np.int64)
     if fast:
         rec[: p.out_c, 0] = 2 * bias
@@ -136,11 +132,7 @@ class DspConv:
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or not is_int8(node, graph):
-            return False
-        if int(node.attr("groups", 1)) != 1:
-            return False
-        if tuple(int(d) for d in node.attr("dilations", (1, 1))) != (1, 1):
+        if not dsp_dense_conv(node, graph, core) or not undilated(node):
             return False
         w = graph.tensor(node.inputs[1])
         # why: the x8-unrolled loop addresses the patch with 12-bit immediate offsets only

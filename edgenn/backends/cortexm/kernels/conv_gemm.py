@@ -38,13 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import i32, is_int8
+from edgenn.backends.cortexm.kernels.common import i32
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
+    dsp_dense_conv,
     fast_requant_mode,
-    folded_bias,
     quant_records,
 )
 from edgenn.backends.cortexm.targets import Core
@@ -154,7 +155,7 @@ def packed_ok(p: ConvParams, mode: int) -> bool:
     wp[:p.out_c] = w
     if np.any(wp[1::2] - (wp[0::2] < 0) < -128):
         return False
-    bound = np.abs(folded_bias(p.bias, p.w, p.in_zp)) + 128 * np.abs(w).sum(axis=1)
+    bound = np.abs(fold_input_zero_point(p.bias, p.w, p.in_zp)) + 128 * np.abs(w).sum(axis=1)
     return bool(np.all(bound < 2**23))
 
 
@@ -234,7 +235,7 @@ def records(p: ConvParams, plan: Plan) -> np.ndarray:
 
     Packed: the odd channel's bias slot holds T's start, bias_c + 256 bias_{c+1} (mod 2^32).
     """
-    fb = folded_bias(p.bias, p.w, p.in_zp)
+    fb = fold_input_zero_point(p.bias, p.w, p.in_zp)
     rec = quant_records(fb, p.mult, p.shift, p.out_zp, plan.mode, pad_to=plan.chans,
                         double_bias=False).astype(np.int64)
     if plan.packed:
@@ -261,7 +262,7 @@ def scratch_bytes(p: ConvParams, plan: Plan | None = None) -> int:
 
 
 def requant_mode(p: ConvParams) -> int:
-    return fast_requant_mode(p.w, folded_bias(p.bias, p.w, p.in_zp), p.shift, p.mult,
+    return fast_requant_mode(p.w, fold_input_zero_point(p.bias, p.w, p.in_zp), p.shift, p.mult,
                              p.out_zp, p.act_min, p.act_max)
 
 
@@ -756,9 +757,7 @@ def shared_code(p: ConvParams, plan: Plan) -> str:
 
 
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
-    if not core.has_dsp or not is_int8(node, graph):
-        return False
-    if int(node.attr("groups", 1)) != 1:
+    if not dsp_dense_conv(node, graph, core):
         return False
     w = graph.tensor(node.inputs[1])
     if w.data is None or len(w.shape) != 4:

@@ -29,6 +29,7 @@ from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
 from edgenn.backends.ref.kernels.fixed_point_s16 import S16Requant, reduced_multiplier
 from edgenn.ir import DType, Graph, Node
+from edgenn.ir.conv import is_depthwise
 
 NARROW, WIDE32, WIDE64 = 0, 1, 2  # EDGENN_S16_* of edgenn_conv_s16_mac.h
 INT32_MAX = 2**31 - 1
@@ -103,12 +104,6 @@ def epilogue(requant: S16Requant, w_int: np.ndarray) -> Epilogue:
     return Epilogue(mode, arrays, int64_array("bias", bias))
 
 
-def _is_depthwise(node: Node, graph: Graph) -> bool:
-    w = graph.tensor(node.inputs[1])
-    groups = int(node.attr("groups", 1))
-    return groups > 1 and groups == graph.tensor(node.inputs[0]).shape[3] and w.shape[3] == 1
-
-
 def window_args(layer: Any, node: Node, graph: Graph) -> str:
     """in_h .. pad_l of a windowed kernel, from the reference layer's geometry."""
     _, in_h, in_w, in_c = graph.tensor(node.inputs[0]).shape
@@ -169,8 +164,8 @@ def _fc(node: Node, graph: Graph) -> KernelCall:
 _S16 = (DType.INT16,)
 register_kernel(PortableKernel(
     "Conv2D", "edgenn_conv_s16",
-    lambda node, graph: is_s16(node, graph) and not _is_depthwise(node, graph), _conv, _S16))
+    lambda node, graph: is_s16(node, graph) and not is_depthwise(node, graph), _conv, _S16))
 register_kernel(PortableKernel(
     "Conv2D", "edgenn_dwconv_s16",
-    lambda node, graph: is_s16(node, graph) and _is_depthwise(node, graph), _dwconv, _S16))
+    lambda node, graph: is_s16(node, graph) and is_depthwise(node, graph), _dwconv, _S16))
 register_kernel(PortableKernel("FullyConnected", "edgenn_fc_s16", is_s16, _fc, _S16))

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     i32,
@@ -55,7 +56,6 @@ from edgenn.backends.cortexm.kernels.common import (
 )
 from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
-    folded_bias,
     quant_records,
 )
 from edgenn.backends.cortexm.targets import Core
@@ -328,7 +328,7 @@ def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, 
     batch = graph.tensor(node.inputs[0]).size // depth
     pairs = dense_pairs(depth)
     cpad = cout + (cout & 1)
-    bias = folded_bias(np.asarray(layer.bias_int, np.int64), w, layer.in_zp)
+    bias = fold_input_zero_point(np.asarray(layer.bias_int, np.int64), w, layer.in_zp)
     quant = _Quant(layer, w, bias, cout, cpad)
     bias_pad = np.zeros(cpad, np.int64)
     bias_pad[:cout] = 2 * bias if quant.mode else bias  # fast: doubled (|2 acc| < 2^31)

@@ -55,13 +55,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
-    folded_bias,
     quant_records,
 )
 from edgenn.backends.cortexm.targets import Core
@@ -187,7 +187,7 @@ def uniform_records(p: ConvParams) -> tuple[np.ndarray, int] | None:
     wmax = np.abs(w).max(axis=1)
     if np.any((wmax << sc) > 32767) or np.any(((-w.min(axis=1)) << sc) > 32768):
         return None
-    bias = folded_bias(p.bias, p.w, p.in_zp)
+    bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
     bound = np.abs(bias) + 128 * np.abs(w).sum(axis=1)
     if np.any((bound << sc) >= 2**31):
         return None
@@ -216,7 +216,7 @@ def plan_layer(p: ConvParams) -> Plan:
         rec, big_r = uni
         plan = Plan(p, p.out_c // p.in_c, ph, pw, no, rc, UNIFORM, rec, big_r, planes)
     else:
-        bias = folded_bias(p.bias, p.w, p.in_zp)
+        bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
         mode = fast_requant_mode(p.w, bias, p.shift, p.mult, p.out_zp, p.act_min, p.act_max)
         # fast modes: the doubled bias goes with weights doubled when widened (sc = 1)
         rec = quant_records(bias, p.mult, p.shift, p.out_zp, mode).reshape(-1, 4)
@@ -675,6 +675,8 @@ def dw_supported(node: Node, graph: Graph) -> bool:
     w = graph.tensor(node.inputs[1])
     y = graph.tensor(node.outputs[0])
     cin = x.shape[3]
+    # one input channel per group: a depthwise conv (is_depthwise), and also a one-channel
+    # conv (groups 1, Cin 1), which is the depthwise conv of multiplier Cout
     if int(node.attr("groups", 1)) != cin or w.shape[3] != 1:
         return False
     if w.shape[0] != y.shape[3] or y.shape[3] % cin or w.data is None:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.backends.cortexm.kernels.common import i32
+from edgenn.backends.cortexm.kernels.common import i32, is_int8
+from edgenn.backends.cortexm.targets import Core
+from edgenn.ir import Graph, Node
 
 
-def folded_bias(bias: np.ndarray, w: np.ndarray, in_zp: int) -> np.ndarray:
-    """``bias - in_zp * sum(w[c])`` per output channel (int64, exact)."""
-    sums = w.reshape(w.shape[0], -1).astype(np.int64).sum(axis=1)
-    return np.asarray(bias, np.int64) - in_zp * sums
+def dsp_dense_conv(node: Node, graph: Graph, core: Core) -> bool:
+    """An int8 Conv2D of one group on a core with the DSP extension: what the SIMD dense
+    convolutions (im2col, GEMM, pointwise, one-channel) all need before their own limits."""
+    return core.has_dsp and is_int8(node, graph) and int(node.attr("groups", 1)) == 1
+
+
+def undilated(node: Node) -> bool:
+    """Whether a window operator has dilation 1 on both axes."""
+    return tuple(int(d) for d in node.attr("dilations", (1, 1))) == (1, 1)
 
 
 def fast_requant_mode(w: np.ndarray, bias_folded: np.ndarray, shift: np.ndarray, mult: np.ndarray,

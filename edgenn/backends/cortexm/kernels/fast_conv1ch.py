@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, is_int8
+from edgenn.backends.cortexm.kernels.common import args
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
+    dsp_dense_conv,
     fast_requant_mode,
-    folded_bias,
     pack_pairs,
     quant_records,
+    undilated,
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
@@ -45,12 +47,13 @@ def pack_conv1ch_weights(w: np.ndarray, scale: int = 1) -> np.ndarray:
 
 
 def conv1ch_mode(p: ConvParams) -> int:
-    return fast_requant_mode(p.w, folded_bias(p.bias, p.w, p.in_zp), p.shift, p.mult,
+    return fast_requant_mode(p.w, fold_input_zero_point(p.bias, p.w, p.in_zp), p.shift, p.mult,
                              p.out_zp, p.act_min, p.act_max)
 
 
 def conv1ch_records(p: ConvParams, fast: int) -> np.ndarray:
-    return quant_records(folded_bias(p.bias, p.w, p.in_zp), p.mult, p.shift, p.out_zp, fast)
+    bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
+    return quant_records(bias, p.mult, p.shift, p.out_zp, fast)
 
 
 def conv1ch_args(p: ConvParams, fast: int) -> list[int]:
@@ -72,11 +75,7 @@ class FastConv1Ch:
     widened_weights = True  # int16 weights: only where the flash policy grants them
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or not is_int8(node, graph):
-            return False
-        if int(node.attr("groups", 1)) != 1:
-            return False
-        if tuple(int(d) for d in node.attr("dilations", (1, 1))) != (1, 1):
+        if not dsp_dense_conv(node, graph, core) or not undilated(node):
             return False
         w = graph.tensor(node.inputs[1])
         return w.shape[3] == 1 and w.shape[1] * w.shape[2] <= MAX_TAPS

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
-    folded_bias,
     pack_pairs,
     quant_records,
+    undilated,
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
+from edgenn.ir.conv import is_depthwise
 
 GROUP = 4  # channels per step (one 32-bit word of NHWC input)
 
@@ -52,14 +54,14 @@ def pack_dw_weights(w: np.ndarray, scale: int = 1) -> np.ndarray:
 
 def dw_mode(p: ConvParams) -> int:
     """The requantization mode (0 exact double rounding; 1/2 proven-exact SMMULR)."""
-    return fast_requant_mode(p.w, folded_bias(p.bias, p.w, p.in_zp), p.shift, p.mult,
+    return fast_requant_mode(p.w, fold_input_zero_point(p.bias, p.w, p.in_zp), p.shift, p.mult,
                              p.out_zp, p.act_min, p.act_max)
 
 
 def dw_records(p: ConvParams, fast: int) -> np.ndarray:
     """int32 {bias, mult, shift, half} per channel, channels padded to a multiple of 4."""
-    return quant_records(folded_bias(p.bias, p.w, p.in_zp), p.mult, p.shift, p.out_zp, fast,
-                         pad_to=GROUP)
+    bias = fold_input_zero_point(p.bias, p.w, p.in_zp)
+    return quant_records(bias, p.mult, p.shift, p.out_zp, fast, pad_to=GROUP)
 
 
 def dw_args(p: ConvParams, fast: int) -> list[int]:
@@ -79,12 +81,11 @@ def dw_supported(node: Node, graph: Graph) -> bool:
         return False
     x = graph.tensor(node.inputs[0])
     w = graph.tensor(node.inputs[1])
-    cin = x.shape[3]
-    if cin < 2 or int(node.attr("groups", 1)) != cin:
+    if not is_depthwise(node, graph):
         return False
-    if w.shape[3] != 1 or w.shape[0] != cin:
+    if w.shape[0] != x.shape[3]:
         return False  # depth multiplier > 1: the portable kernel
-    return tuple(int(d) for d in node.attr("dilations", (1, 1))) == (1, 1)
+    return undilated(node)
 
 
 class FastDepthwiseConv:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import args, i32, int8_weights, is_int8, ref_layer
 from edgenn.backends.cortexm.targets import Core
@@ -65,7 +66,7 @@ def fc_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], list[int]]:
     batch = graph.tensor(node.inputs[0]).shape[0]
     cpad = -(-cout // ROWS) * ROWS
     bias = np.asarray(layer.bias_int, np.int64)
-    folded = i32(_padded(bias - layer.in_zp * w.astype(np.int64).sum(axis=1), cpad))
+    folded = i32(_padded(fold_input_zero_point(bias, w, layer.in_zp), cpad))
     mult = _padded(np.broadcast_to(np.asarray(layer.mult, np.int64), (cout,)), cpad)
     shift = _padded(np.broadcast_to(np.asarray(layer.shift, np.int64), (cout,)), cpad)
     arrays = (CArray("w", "uint32_t", pack_fc_weights(w)), CArray("bias", "int32_t", folded),

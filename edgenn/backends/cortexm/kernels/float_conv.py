@@ -13,6 +13,7 @@ import numpy as np
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
 from edgenn.ir import DType, Graph, Node
+from edgenn.ir.conv import is_depthwise
 
 SRC = ("edgenn_conv_f32.c",)
 F32 = (DType.FLOAT32,)
@@ -26,12 +27,6 @@ def _float_weights(node: Node, graph: Graph) -> bool:
     io = [node.inputs[0], *node.outputs]
     return (all(graph.tensor(n).dtype is DType.FLOAT32 for n in [*io, *consts])
             and all(graph.tensor(n).is_const for n in consts))
-
-
-def _is_depthwise(node: Node, graph: Graph) -> bool:
-    w = graph.tensor(node.inputs[1])
-    groups = int(node.attr("groups", 1))
-    return groups > 1 and groups == graph.tensor(node.inputs[0]).shape[3] and w.shape[3] == 1
 
 
 def _bias(layer: object, arrays: list[CArray]) -> str:
@@ -58,7 +53,7 @@ def _geometry(node: Node, graph: Graph, layer: object) -> str:
 
 
 def _conv_match(node: Node, graph: Graph) -> bool:
-    return _float_weights(node, graph) and not _is_depthwise(node, graph)
+    return _float_weights(node, graph) and not is_depthwise(node, graph)
 
 
 def _conv(node: Node, graph: Graph) -> KernelCall:
@@ -73,7 +68,7 @@ def _conv(node: Node, graph: Graph) -> KernelCall:
 
 
 def _dw_match(node: Node, graph: Graph) -> bool:
-    return _float_weights(node, graph) and _is_depthwise(node, graph)
+    return _float_weights(node, graph) and is_depthwise(node, graph)
 
 
 def _dwconv(node: Node, graph: Graph) -> KernelCall:

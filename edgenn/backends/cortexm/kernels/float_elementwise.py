@@ -121,7 +121,7 @@ def _binary(expr: BinaryExpr) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
         op_code = (f"static inline float @P@_op(float a, float b)\n{{\n"
                    f"    return {expr(ref_layer(node, graph))};\n}}\n")
-        return elementwise_call(node, graph, op_code, {DType.FLOAT32: "float"}, HEADER,
+        return elementwise_call(node, graph, op_code, HEADER,
                                 f"edgenn_{node.op.lower()}_f32")
     return prepare
 

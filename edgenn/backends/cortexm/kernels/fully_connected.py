@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -22,7 +23,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     co, depth = w.shape
     batch = graph.tensor(node.inputs[0]).shape[0]
     bias = np.asarray(layer.bias_int, np.int64)
-    folded = i32(bias - layer.in_zp * w.astype(np.int64).sum(axis=1))
+    folded = i32(fold_input_zero_point(bias, w, layer.in_zp))
     mult = np.broadcast_to(np.asarray(layer.mult, np.int64), (co,))
     shift = np.broadcast_to(np.asarray(layer.shift, np.int64), (co,))
     call = (f"edgenn_fc_s8({{in0}}, {{out0}}, {{w}}, {{bias_folded}}, {{mult}}, {{shift}}, "

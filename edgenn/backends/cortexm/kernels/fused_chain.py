@@ -112,7 +112,7 @@ class ChainPlan:
 
 
 def _kind(p: ConvParams, variant: int) -> int:
-    if p.groups > 1:
+    if p.depthwise:
         return KIND_DEPTHWISE
     if p.in_c == 1 and variant == VARIANT_CODES["ring_hoisted_pair"] and p.k_h * p.k_w <= 49:
         return KIND_ONE_CHANNEL

@@ -70,9 +70,8 @@ import numpy as np
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
-from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
+from edgenn.backends.cortexm.kernels.fast_common import dsp_dense_conv, fast_requant_mode
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph, Node
@@ -823,9 +822,7 @@ def scratch_bytes(plan: Plan) -> int:
 
 
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
-    if not core.has_dsp or not is_int8(node, graph):
-        return False
-    if int(node.attr("groups", 1)) != 1 or len(node.inputs) < 2:
+    if not dsp_dense_conv(node, graph, core) or len(node.inputs) < 2:
         return False
     wt = graph.tensor(node.inputs[1])
     if not wt.is_const or len(wt.shape) != 4 or tuple(wt.shape[1:3]) != (1, 1):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int16, ref_layer
-from edgenn.backends.ref.kernels.softmax import softmax_input_scaling
+from edgenn.backends.cortexm.kernels.softmax import gemmlowp_softmax_call
 from edgenn.ir import DType, Graph, Node
 
 
@@ -29,17 +29,7 @@ def _is_int8_to_int16(node: Node, graph: Graph) -> bool:
 
 
 def _prepare_s8_s16(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    x = graph.tensor(node.inputs[0])
-    depth = x.shape[-1] if x.shape else 1
-    assert x.quant is not None
-    _, _, diff_min = softmax_input_scaling(layer.beta, x.quant.s)
-    call = (f"edgenn_softmax_s8_s16({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{{exp_lut}}, {{acc_lut}}, {diff_min});")
-    return KernelCall(call, ("edgenn_s16_misc_softmax.c",),
-                      (CArray("exp_lut", "int32_t", layer.exp_lut),
-                       CArray("acc_lut", "int32_t", layer.acc_lut)),
-                      kernel_name="edgenn_softmax_s8_s16")
+    return gemmlowp_softmax_call(node, graph, "edgenn_softmax_s8_s16", "edgenn_s16_misc_softmax.c")
 
 
 register_kernel(PortableKernel("Softmax", "edgenn_softmax_s16", is_int16, _prepare,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edgenn.arith.int16_curves import SIGMOID_TABLE_UINT16
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -24,7 +25,6 @@ from edgenn.backends.cortexm.kernels.common import (
     is_int16,
     ref_layer,
 )
-from edgenn.backends.ref.kernels.activations import SIGMOID_TABLE_UINT16
 from edgenn.ir import DType, Graph, Node
 
 LUT_SRC = ("edgenn_unary_s8.c",)

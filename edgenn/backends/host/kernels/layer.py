@@ -14,6 +14,7 @@ import numpy as np
 from edgenn.arith.fixed_point import activation_range_float
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, DType, Graph, Node
+from edgenn.ir.conv import is_depthwise_conv
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def layer_shape(node: Node, graph: Graph) -> LayerShape:
     groups = int(node.attr("groups", 1))
     if tuple(node.attr("dilations", (1, 1))) != (1, 1):
         raise UnsupportedOperatorError(f"{node}: dilated convolution is not a host kernel")
-    depthwise = groups > 1 and cig == 1 and groups == cin and co == cin
+    depthwise = is_depthwise_conv(groups, cin, w.shape) and co == cin  # multiplier 1 only
     if groups != 1 and not depthwise:
         raise UnsupportedOperatorError(
             f"{node}: grouped convolution ({groups} groups, {cig} channels each) is not a "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ from edgenn.arith.fixed_point import (
     rounding_divide_by_pot,
     wrap_int32,
 )
+from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
 from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
@@ -90,34 +91,6 @@ class _Int8Curve:
         return y.astype(np.int8)
 
 
-# sigmoid(i / 24) in Q0.16 for i = 0..255 (TFLite's sigmoid_table_uint16; not a closed form:
-# the values are TFLite's own and must be used as they are)
-SIGMOID_TABLE_UINT16 = np.array([
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149,
-    40794, 41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369,
-    47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169,
-    53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
-    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370,
-    60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302,
-    62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
-    63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
-    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786,
-    64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079,
-    65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258,
-    65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
-    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
-    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
-    65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498,
-    65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
-    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522,
-    65523, 65523, 65524, 65524, 65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528,
-    65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530, 65530, 65530, 65531, 65531,
-    65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
-    65534, 65534, 65534, 65535,
-], dtype=np.int64)
-
-
 def checked_log2(x: float) -> tuple[bool, int]:
     """TFLite's ``CheckedLog2`` in float32: (x is a power of two within 1e-3, rounded log2)."""
     x_log2 = np.float32(np.log(np.float32(x))) * (np.float32(1.0) / np.float32(np.log(2.0)))
@@ -156,21 +129,9 @@ class Int16Curve:
         self.tanh = tanh
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        rounding = (1 << (self.shift - 1)) if self.shift > 0 else 0
-        v = (x.astype(np.int64) * self.multiplier + rounding) >> self.shift
-        a = np.abs(v)
-        step = 8 if self.tanh else 9  # fractional bits between table entries
-        hi = a >> step
-        idx = np.minimum(hi, 254)
-        lo_val, hi_val = SIGMOID_TABLE_UINT16[idx], SIGMOID_TABLE_UINT16[idx + 1]
-        r = (lo_val << step) + (a & ((1 << step) - 1)) * (hi_val - lo_val)
-        if self.tanh:
-            r = np.where(hi >= 255, 0xFFFF << 8, r)
-            r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1)
-            return (r >> 8).astype(np.int16)
-        r = np.where(hi >= 255, 0x7FFF << 10, r)
-        r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1)
-        return (r >> 10).astype(np.int16)
+        scaling = Int16InputScaling(self.multiplier, self.shift)
+        curve = int16_tanh if self.tanh else int16_sigmoid
+        return curve(x, scaling).astype(np.int16)
 
 
 def _lookup(table: npt.NDArray[np.int8], x: np.ndarray) -> np.ndarray:
@@ -178,49 +139,52 @@ def _lookup(table: npt.NDArray[np.int8], x: np.ndarray) -> np.ndarray:
     return table[x.view(np.uint8) ^ 0x80]
 
 
-@register("Sigmoid", DType.FLOAT32, DType.INT8, DType.INT16)
-class Sigmoid(Layer):
+class _Curve(Layer):
+    """Sigmoid or Tanh: an int8 table, TFLM's int16 curve, or the float32 function."""
+
+    TANH: ClassVar[bool]
+    INT8_OUTPUT: ClassVar[tuple[float, int, int]]  # the fixed (scale, zero point, bits)
+    FIXED_POINT: ClassVar[Callable[[Any, int], Any]]  # gemmlowp's Q4.27 -> Q0.31 curve
+
     def build(self) -> None:
         x = self.inputs[0]
         assert x is not None
         self.table: npt.NDArray[np.int8] | None = None
         self.int16: Int16Curve | None = None
         if x.dtype is DType.INT8:
-            # output Q0.8 (31 - 23 fractional bits dropped), zero point -128
-            curve = _Int8Curve(self, 1.0 / 256, -128, 8)
-            self.table = curve.table(gemmlowp_logistic)
+            self.table = _Int8Curve(self, *self.INT8_OUTPUT).table(type(self).FIXED_POINT)
         elif x.dtype is DType.INT16:
-            self.int16 = Int16Curve(self, tanh=False)
+            self.int16 = Int16Curve(self, tanh=self.TANH)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         if self.table is not None:
             return [_lookup(self.table, xs[0])]
         if self.int16 is not None:
             return [self.int16(xs[0])]
-        x = xs[0].astype(np.float32, copy=False)
+        return [self.float32(xs[0].astype(np.float32, copy=False))]
+
+    def float32(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@register("Sigmoid", DType.FLOAT32, DType.INT8, DType.INT16)
+class Sigmoid(_Curve):
+    TANH = False
+    INT8_OUTPUT = (1.0 / 256, -128, 8)  # Q0.8 (31 - 23 fractional bits dropped), zp -128
+    FIXED_POINT = gemmlowp_logistic
+
+    def float32(self, x: np.ndarray) -> np.ndarray:
         # exp of -|x| never overflows; mirror for the negative half.
         e = np.exp(-np.abs(x))
         pos = 1.0 / (1.0 + e)
-        return [np.where(x >= 0, pos, e * pos).astype(np.float32)]
+        return np.where(x >= 0, pos, e * pos).astype(np.float32)
 
 
 @register("Tanh", DType.FLOAT32, DType.INT8, DType.INT16)
-class Tanh(Layer):
-    def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        self.table: npt.NDArray[np.int8] | None = None
-        self.int16: Int16Curve | None = None
-        if x.dtype is DType.INT8:
-            # output Q0.7 (signed), zero point 0
-            curve = _Int8Curve(self, 1.0 / 128, 0, 7)
-            self.table = curve.table(gemmlowp_tanh)
-        elif x.dtype is DType.INT16:
-            self.int16 = Int16Curve(self, tanh=True)
+class Tanh(_Curve):
+    TANH = True
+    INT8_OUTPUT = (1.0 / 128, 0, 7)  # Q0.7 (signed), zero point 0
+    FIXED_POINT = gemmlowp_tanh
 
-    def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        if self.table is not None:
-            return [_lookup(self.table, xs[0])]
-        if self.int16 is not None:
-            return [self.int16(xs[0])]
-        return [np.tanh(xs[0].astype(np.float32, copy=False))]
+    def float32(self, x: np.ndarray) -> np.ndarray:
+        return np.tanh(x)

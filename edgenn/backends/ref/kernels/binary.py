@@ -23,44 +23,27 @@ Quantized arithmetic, as TFLM's Prepare / Eval:
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 
 from edgenn.arith.fixed_point import (
+    activation_range,
     activation_range_float,
     count_leading_zeros32,
     get_reciprocal,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_gt_one,
     quantize_multiplier,
-    quantize_scalar,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
 )
 from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import Activation, DType, QuantParams
+from edgenn.ir import DType, QuantParams
 
 F32, I8, I16 = DType.FLOAT32, DType.INT8, DType.INT16
-
-
-def type_range(dtype: DType) -> tuple[int, int]:
-    info = np.iinfo(dtype.numpy)
-    return int(info.min), int(info.max)
-
-
-def activation_range(act: Activation, quant: QuantParams, dtype: DType) -> tuple[int, int]:
-    """TFLite's ``CalculateActivationRangeQuantized`` for an int8 or int16 output."""
-    qmin, qmax = type_range(dtype)
-    lo, hi = activation_range_float(act)
-    if lo != -math.inf:
-        qmin = max(qmin, quantize_scalar(lo, quant.s, quant.zp))
-    if hi != math.inf:
-        qmax = min(qmax, quantize_scalar(hi, quant.s, quant.zp))
-    return qmin, qmax
 
 
 def count_leading_sign_bits(x: Any) -> Any:

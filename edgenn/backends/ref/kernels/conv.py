@@ -33,6 +33,7 @@ from edgenn.backends.ref.kernels.common import (
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
+from edgenn.ir.conv import is_depthwise_conv
 
 
 def channel_multipliers(layer: Layer, w_index: int = 1) -> tuple[Any, Any]:
@@ -116,7 +117,7 @@ class Conv2D(Layer):
         self.pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
         _, self.oh, self.ow, _ = self.outputs[0].shape
         self.ci = x.shape[3]
-        self.depthwise = self.groups > 1 and self.cig == 1
+        self.depthwise = is_depthwise_conv(self.groups, self.ci, w.shape)
 
     def _layout(self, w_mat: np.ndarray) -> None:
         """The weights as ``_accumulate`` reads them (``w_mat`` already in ``self.dtype``)."""

@@ -24,14 +24,14 @@ import numpy as np
 import numpy.typing as npt
 
 from edgenn.arith.fixed_point import (
+    activation_range,
     multiply_by_quantized_multiplier_inplace,
-    quantize_scalar,
     wrap_int32,
 )
 from edgenn.backends.ref.kernels.common import activation_of, quant_of
 from edgenn.backends.ref.layer import Layer
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import Activation, QuantParams, Tensor
+from edgenn.ir import DType, QuantParams, Tensor
 
 INT16_MIN, INT16_MAX = -32768, 32767
 # The 64-bit multiply's shift is 15 - shift; at shift >= 15 the C++ shifts by a negative count.
@@ -57,19 +57,6 @@ def multiply_by_quantized_multiplier_64(x: Any, multiplier: Any, shift: Any) -> 
     r += np.int64(1) << (total - 1)
     r >>= total
     return wrap_int32(r)
-
-
-def activation_range_s16(act: Activation, quant: QuantParams) -> tuple[int, int]:
-    """TFLite's ``CalculateActivationRangeQuantized`` for an int16 output."""
-    s, zp = quant.s, quant.zp
-    lo, hi = INT16_MIN, INT16_MAX
-    if act is Activation.RELU:
-        lo = max(lo, quantize_scalar(0.0, s, zp))
-    elif act is Activation.RELU6:
-        lo, hi = max(lo, quantize_scalar(0.0, s, zp)), min(hi, quantize_scalar(6.0, s, zp))
-    elif act is Activation.RELU_N1_TO_1:
-        lo, hi = max(lo, quantize_scalar(-1.0, s, zp)), min(hi, quantize_scalar(1.0, s, zp))
-    return lo, hi
 
 
 def symmetric(layer: Layer, t: Tensor | None, what: str) -> QuantParams:
@@ -115,7 +102,8 @@ class S16Requant:
                 f"{layer.node}: the output rescale of this 16x8 {layer.node.op} is too large "
                 "for TFLite's 64-bit MultiplyByQuantizedMultiplier (scale ratio >= 2^14)")
         values = np.zeros(channels, np.int64) if bias is None else bias.astype(np.int64)
-        lo, hi = activation_range_s16(activation_of(layer), symmetric(layer, out, "output"))
+        lo, hi = activation_range(activation_of(layer), symmetric(layer, out, "output"),
+                                  DType.INT16)
         return cls(wide, values, mult, shift, lo, hi)
 
     def __call__(self, acc: npt.NDArray[np.int64]) -> npt.NDArray[np.int16]:

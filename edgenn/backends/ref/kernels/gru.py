@@ -21,14 +21,10 @@ from edgenn.backends.ref.kernels.lstm import (
     initial_rows,
     sequence_layout,
     sequence_rows,
+    sigmoid_f32,
 )
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
 
 
 @register("GRU", DType.FLOAT32)
@@ -59,8 +55,8 @@ class Gru(Layer):
         return np.clip(z, -self.clip, self.clip) if self.clip > 0 else z
 
     def _step(self, x_t: np.ndarray, h: np.ndarray) -> np.ndarray:
-        z = _sigmoid(self._clip(x_t @ self.w_t[0] + h @ self.r_t[0] + self.wb[0] + self.rb[0]))
-        r = _sigmoid(self._clip(x_t @ self.w_t[1] + h @ self.r_t[1] + self.wb[1] + self.rb[1]))
+        z = sigmoid_f32(self._clip(x_t @ self.w_t[0] + h @ self.r_t[0] + self.wb[0] + self.rb[0]))
+        r = sigmoid_f32(self._clip(x_t @ self.w_t[1] + h @ self.r_t[1] + self.wb[1] + self.rb[1]))
         if self.linear_before_reset:
             pre = x_t @ self.w_t[2] + r * (h @ self.r_t[2] + self.rb[2]) + self.wb[2]
         else:

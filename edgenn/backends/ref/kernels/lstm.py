@@ -38,7 +38,14 @@ from edgenn.arith.fixed_point import (
     quantize_multiplier,
     wrap_int32,
 )
+from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
+from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.ref.kernels.common import Operands, per_tensor
+from edgenn.backends.ref.kernels.fixed_point_s16 import (
+    INT16_MAX,
+    INT16_MIN,
+    multiply_by_quantized_multiplier_64,
+)
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, QuantParams, Tensor
@@ -47,95 +54,9 @@ from edgenn.ir.opdefs.recurrent import LSTM_INDEX
 GATES = ("forget", "input", "cell", "output")  # TFLM's evaluation order
 GATE_INPUT_SCALE = 2.0**-12  # Q3.12: the FC outputs feeding the gate activations
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gate activations' outputs
-INT16_MIN, INT16_MAX = -32768, 32767
-
-# TFLite's sigmoid(i / 24) in 0.16 fixed point, i = 0..255 (``sigmoid_table_uint16``): the
-# lookup table behind TFLM's int16 logistic and tanh.
-SIGMOID_TABLE_UINT16 = np.array([
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794,
-    41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443,
-    48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374,
-    54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433, 57724, 58007, 58280, 58544,
-    58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110, 61279,
-    61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990,
-    63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030,
-    64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652,
-    64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019,
-    65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234,
-    65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360,
-    65367, 65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
-    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476,
-    65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498, 65500, 65501,
-    65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
-    65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
-    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529,
-    65529, 65530, 65530, 65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532,
-    65532, 65532, 65532, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65533, 65534, 65534,
-    65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
-], dtype=np.int64)
+GATE_TANH_SCALING = Int16InputScaling.for_power(-12)  # the gates' tanh of Q3.12
 
 IntArray = npt.NDArray[np.int64]
-
-
-# -- TFLM's int16 activations and 64-bit requantization --------------------------------------
-@dataclass(frozen=True)
-class Int16InputScaling:
-    """``(x * multiplier + round) >> shift``: how TFLM's int16 Logistic / Tanh scale their
-    input before the table lookup (``round`` is half of ``1 << shift``)."""
-
-    multiplier: int
-    shift: int
-
-    @classmethod
-    def for_power(cls, scale_power: int) -> Int16InputScaling:
-        """The LSTM's tanh of a Q(-scale_power) value (``lstm_internal::Tanh``): a left shift
-        of ``15 + power - 3`` folded into the multiplier 3, or a right shift."""
-        left = 15 + scale_power - 3
-        return cls(3 << left, 0) if left >= 0 else cls(3, -left)
-
-    def apply(self, x: IntArray) -> IntArray:
-        rnd = (1 << (self.shift - 1)) if self.shift > 0 else 0
-        return (x * self.multiplier + rnd) >> self.shift
-
-
-SIGMOID_SCALING = Int16InputScaling(3, 0)  # Logistic(0, 0, ...): the "power of two" case
-GATE_TANH_SCALING = Int16InputScaling.for_power(-12)
-
-
-def int16_sigmoid(x: IntArray, scaling: Int16InputScaling = SIGMOID_SCALING) -> IntArray:
-    """``reference_integer_ops::Logistic`` on int16: Q0.15 output in [0, 32767]."""
-    v = scaling.apply(np.asarray(x, np.int64))
-    a = np.abs(v)
-    uh = a >> 9
-    saturated = uh >= 255
-    k = np.minimum(uh, 254)
-    ua, ub = SIGMOID_TABLE_UINT16[k], SIGMOID_TABLE_UINT16[k + 1]
-    # why no uint32 wrap: every intermediate stays in [0, 2^25] for 16-bit inputs
-    result = np.where(saturated, 0x7FFF << 10, (ua << 9) + (a & 0x1FF) * (ub - ua))
-    result = np.where(v >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1)
-    return result >> 10
-
-
-def int16_tanh(x: IntArray, scaling: Int16InputScaling) -> IntArray:
-    """``reference_integer_ops::Tanh`` on int16: Q0.15 output in [-32767, 32767]."""
-    v = scaling.apply(np.asarray(x, np.int64))
-    a = np.abs(v)
-    uh = a >> 8
-    saturated = uh >= 255
-    k = np.minimum(uh, 254)
-    ua, ub = SIGMOID_TABLE_UINT16[k], SIGMOID_TABLE_UINT16[k + 1]
-    result = np.where(saturated, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
-    result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
-    return result >> 8  # arithmetic shift of an int32, as the C++
-
-
-def multiply_by_quantized_multiplier_int64(x: IntArray, multiplier: int, shift: int) -> IntArray:
-    """TFLite's ``MultiplyByQuantizedMultiplier(int64_t x, ...)`` (16x8 kernels): the
-    multiplier reduced to 16 bits, one rounding shift, the result cast to int32."""
-    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
-    total_shift = 15 - shift
-    result = (np.asarray(x, np.int64) * reduced + (1 << (total_shift - 1))) >> total_shift
-    return np.asarray(wrap_int32(result))
 
 
 # -- constants ---------------------------------------------------------------------------------
@@ -152,7 +73,7 @@ class Requant:
     def __call__(self, v: IntArray, wide: bool = False) -> IntArray:
         """``wide``: ``v`` is a 64-bit accumulator (the 16x8 FC)."""
         if wide:
-            y = multiply_by_quantized_multiplier_int64(v, self.multiplier, self.shift)
+            y = multiply_by_quantized_multiplier_64(v, self.multiplier, self.shift)
         else:
             y = multiply_by_quantized_multiplier(wrap_int32(v), self.multiplier, self.shift)
         return np.clip(y + self.zero_point, self.lo, self.hi)
@@ -305,7 +226,7 @@ class Lstm(Layer):
             z = z + peep * c
         if self.gate_clip > 0:
             z = np.clip(z, -self.gate_clip, self.gate_clip)
-        return _sigmoid_f32(z) if activation == "sigmoid" else np.tanh(z)
+        return sigmoid_f32(z) if activation == "sigmoid" else np.tanh(z)
 
     def _step_f32(self, x_t: np.ndarray, h: np.ndarray,
                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -368,8 +289,8 @@ class Lstm(Layer):
         fc_w = _requant(_scale_product(xq.s, ws) / GATE_INPUT_SCALE)
         fc_r = _requant(_scale_product(hq.s, rs) / GATE_INPUT_SCALE)
         act = self.activation if g == "cell" else "sigmoid"
-        return IntegerGate(w, r, bias - xq.zp * w.sum(axis=1), -hq.zp * r.sum(axis=1), fc_w,
-                           fc_r, act)
+        return IntegerGate(w, r, fold_input_zero_point(bias, w, xq.zp),
+                           fold_input_zero_point(0, r, hq.zp), fc_w, fc_r, act)
 
     def _int8_weights(self, name: str) -> IntArray:
         t = self._tensor(name)
@@ -427,7 +348,7 @@ class Lstm(Layer):
         return outs
 
 
-def _sigmoid_f32(z: np.ndarray) -> np.ndarray:
+def sigmoid_f32(z: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-z)) in float32 without overflow warnings."""
     e = np.exp(-np.abs(z))
     return np.where(z >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(np.float32)
