@@ -1,11 +1,11 @@
 """The import layers of the package: what may import what.
 
-    errors, utils, progress  <  ir, arith, data, memory, analysis, models, cc (the run-time
-    host C compiler)  <  frontends, passes, export, oracles, svm (the SVM layer's solver and C
-    sources), the tuning records (tune.database, .claims, .codec, .errors, .space,
-    .workload)  <  backends (ref, cortexm, host, vta)  <  quantize (calibration runs the
-    reference runtime), tune, fusion, skipping, train, evaluate, validate, inspection  <  api
-    <  cli  <  fuzz
+    errors, utils, progress, outputs (transactional output files and folders), version  <
+    ir, arith, data, memory, analysis, models, cc (the run-time host C compiler)  <
+    frontends, passes, export, oracles, svm (the SVM layer's solver and C sources), the tuning
+    records (tune.database, .claims, .codec, .errors, .space, .workload)  <  backends (ref,
+    cortexm, host, vta)  <  quantize (calibration runs the reference runtime), tune, fusion,
+    skipping, train, evaluate, validate, inspection  <  api  <  cli  <  fuzz
 
 A module imports only from its own layer or below, at module level or inside a function alike
 (a function-local import does not make an upward dependency go away). Imports under
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "utils", "progress"),
+    ("errors", "utils", "progress", "outputs", "version"),
     ("ir", "arith", "data", "datasets", "memory", "analysis", "models", "cc"),
     ("frontends", "passes", "export", "oracles", "svm", "tune_records"),
     ("backends",),
