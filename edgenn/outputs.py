@@ -66,15 +66,22 @@ class Stage:
         if any(final == f for _, f in self._pairs):
             raise OutputError(f"{final}: given twice as an output")
         self._created += _make_parents(final.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}{TMP_TAG}", suffix=final.suffix,
-                                   dir=final.parent)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{final.name}{TMP_TAG}", suffix=final.suffix,
+                                       dir=final.parent)
+        except OSError as err:
+            raise OutputError(f"{final}: cannot write here ({err.strerror})") from None
         os.fchmod(fd, 0o666 & ~_umask())  # why: mkstemp makes 0600, an output is ordinary
         os.close(fd)
         self._pairs.append((Path(tmp), final))
         return Path(tmp)
 
     def _commit(self) -> None:
-        _swap(self._pairs, [])
+        try:
+            _swap(self._pairs, [])
+        except OSError as err:
+            raise OutputError(f"{err.filename or 'an output'}: cannot be put in place "
+                              f"({err.strerror})") from None
 
     def _abort(self) -> None:
         for tmp, _ in self._pairs:
@@ -137,11 +144,19 @@ def owned_dir(path: str | os.PathLike[str], force: bool = False, command: str = 
     # replaced where they are (a rename does not cross file systems)
     target = shown.resolve()
     created = _make_parents(target.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{TMP_TAG}", dir=target.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{TMP_TAG}", dir=target.parent))
+    except OSError as err:
+        _remove_empty(created)
+        raise OutputError(f"{shown}: cannot build beside it in {target.parent} "
+                          f"({err.strerror})") from None
     os.chmod(tmp, 0o777 & ~_umask())  # why: mkdtemp makes 0700, an output is an ordinary folder
     try:
         yield tmp
-        _commit_dir(tmp, target, shown, force, command)
+        try:
+            _commit_dir(tmp, target, shown, force, command)
+        except OSError as err:  # why here: after _swap put every old file back
+            raise OutputError(f"{shown}: cannot be put in place ({err.strerror})") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         _remove_empty(created)
