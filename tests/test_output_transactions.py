@@ -8,6 +8,7 @@ before the command and compares afterwards; no hidden temporary sibling may rema
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tomllib
@@ -317,6 +318,21 @@ def test_owned_dir_refuses_foreign_files_before_changing_anything(tmp_path: Path
     with pytest.raises(OutputError, match="is a folder"), \
             owned_dir(tmp_path / "other", force=True) as tmp:
         (tmp / "a.c").write_bytes(b"a")
+
+
+def test_a_manifest_never_reaches_outside_its_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "precious.txt"
+    outside.write_bytes(NOTES)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "link").symlink_to(tmp_path)
+    sha = hashlib.sha256(NOTES).hexdigest()
+    files = {"../precious.txt": sha, str(outside): sha, "link/precious.txt": sha}
+    (out / MANIFEST).write_text(json.dumps({"files": files}))
+    assert read_manifest(out) == {}
+    with owned_dir(out) as tmp:  # the listed files are not "ours": nothing is removed
+        (tmp / "a.c").write_bytes(b"a")
+    assert outside.read_bytes() == NOTES
 
 
 def test_new_file_guard_keeps_a_store_that_holds_results(tmp_path: Path) -> None:

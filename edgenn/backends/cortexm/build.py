@@ -96,16 +96,19 @@ def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]]) -> 
 
 def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: list[str],
           env_path: str | None = None) -> Path:
-    """Compile ``sources`` (in ``out_dir``) and link ``model.elf``; return its path.
+    """Compile ``sources`` (in ``out_dir``) and link ``build/model.elf`` (objects and map in
+    ``build/`` too); return its path.
 
     ``env_path`` overrides the PATH searched for the compiler (tests simulate a missing one).
     """
     cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
     cwd = Path(out_dir)
-    objects = [s[:-2] + ".o" for s in sources]
+    (cwd / BUILD_DIR).mkdir(exist_ok=True)
+    objects = [object_path(s) for s in sources]
     _compile_all(cc, cwd, [(s, o, cflags) for s, o in zip(sources, objects, strict=True)])
-    _run([cc, *ldflags, *objects, "-o", "model.elf", "-lm"], cwd, "linking model.elf")
-    return cwd / "model.elf"
+    elf = f"{BUILD_DIR}/model.elf"
+    _run([cc, *ldflags, *objects, "-o", elf, "-lm"], cwd, "linking model.elf")
+    return cwd / elf
 
 
 def build_project(project: Project, env_path: str | None = None,
