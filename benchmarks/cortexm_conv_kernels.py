@@ -35,6 +35,8 @@ from edgenn.backends.ref import compile_ref
 from edgenn.cc.driver import run_tool
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
+from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 C_DIR = ROOT / "edgenn" / "backends" / "cortexm" / "c"
@@ -190,9 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{cmsis:>10,} {cmsis / cycles:>7.2f}x  (ceiling 2 MAC/cycle: "
                   f"{macs // 2:,})")
     out = ROOT / "benchmarks" / "results" / "cortexm_conv_kernels.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"cycle_model": "cortex-m4 (docs/cycle_model.md)",
-                               "opt": opts.opt, "layers": rows}, indent=1))
+    atomic_write_bytes(out, json.dumps(with_version({
+        "cycle_model": "cortex-m4 (docs/cycle_model.md)", "opt": opts.opt, "layers": rows}),
+        indent=1).encode())
     return 0 if all(r["bit_exact"] for r in rows) else 1
 
 

@@ -32,6 +32,7 @@ from edgenn.frontends.tflite import load_tflite
 from edgenn.ir import Graph
 from edgenn.models import shipped_model_path
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
@@ -146,10 +147,10 @@ def main() -> None:
         [(r["model"], f"{r['total_macs']:,}", f"{r['total_cycles']:,}", f"{r['ms']:.1f}",
           f"{r['macs_per_cycle']:.3f}", f"{r['arena_bytes']:,}", f"{r['flash_bytes']:,}",
           f"{r['stack_bytes']:,}", r["mismatches"], f"{100 * r['accuracy']:.2f}%") for r in mnist]))
-    atomic_write_bytes(args.json, json.dumps(
+    atomic_write_bytes(args.json, json.dumps(with_version(
         {"benchmark": "cortexm_vs_cmsisnn", "clock_hz": args.clock_mhz * 1e6,
          "cycle_model": "docs/cycle_model.md (zero wait states)",
-         "cmsis_models": cmsis, "mnist_models": mnist}, indent=2).encode())
+         "cmsis_models": cmsis, "mnist_models": mnist}), indent=2).encode())
     console.print(f"wrote {args.json}")
 
 

@@ -60,6 +60,7 @@ from edgenn.ir import Graph  # noqa: E402
 from edgenn.ir.sample import random_inputs  # noqa: E402
 from edgenn.oracles.tflm import tflm_run  # noqa: E402
 from edgenn.utils import atomic_write_bytes  # noqa: E402
+from edgenn.version import with_version  # noqa: E402
 
 DEFAULT_MODELS = ROOT.parent / "shared" / "models" / "mlperf_tiny"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "deploy_boards.json"
@@ -336,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     except EdgennError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    atomic_write_bytes(args.json, (json.dumps(doc, indent=1) + "\n").encode())
+    atomic_write_bytes(args.json, (json.dumps(with_version(doc), indent=1) + "\n").encode())
     print_report(doc)
     console.print(f"wrote {args.json}")
     return 0

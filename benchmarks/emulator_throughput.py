@@ -28,6 +28,7 @@ import numpy as np
 from edgenn.api import load_model
 from edgenn.backends.cortexm.executable import compile_cortexm
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
@@ -67,7 +68,7 @@ def main() -> None:
         platform.machine(), "host_cpus": os.cpu_count(),
         "load_average_1min": [load_before, os.getloadavg()[0]],
         "median_instructions_per_second": median, "models": rows}
-    atomic_write_bytes(OUT, (json.dumps(payload, indent=1) + "\n").encode())
+    atomic_write_bytes(OUT, (json.dumps(with_version(payload), indent=1) + "\n").encode())
     print(f"median {median / 1e6:.1f} M instructions/s; wrote {OUT}")
 
 

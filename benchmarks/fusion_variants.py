@@ -32,6 +32,7 @@ from edgenn.passes.fusion.chains import find_chains
 from edgenn.passes.fusion.rewrite import RING_ELEMENT_BYTES, apply_fusion
 from edgenn.passes.fusion.ring import ring_bytes
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
@@ -112,7 +113,7 @@ def main() -> None:
     payload = {"benchmark": "fusion_variants", "date": dt.date.today().isoformat(),
                "clock_mhz": args.clock_mhz, "cycle_model": "cortex-m4-trm-zero-wait-state",
                "results": rows, "reference_plans": [reference_plan(m) for m in MODELS]}
-    atomic_write_bytes(out, (json.dumps(payload, indent=1) + "\n").encode())
+    atomic_write_bytes(out, (json.dumps(with_version(payload), indent=1) + "\n").encode())
     console.print(f"wrote {out}")
 
 

@@ -51,6 +51,7 @@ from edgenn.frontends.onnx import load_onnx
 from edgenn.models.imagenet_zoo import alexnet, googlenet, vgg16
 from edgenn.models.zoo import mobilenet_v2, resnet18
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 MODELS = {"resnet18": resnet18, "mobilenet_v2": mobilenet_v2, "alexnet": alexnet,
           "vgg16": vgg16, "googlenet": googlenet}
@@ -160,7 +161,7 @@ def main() -> None:
         results["models"][name] = bench_model(name, args.repeats, args.cache_dir)
         report(name, results["models"][name])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(args.json, json.dumps(results, indent=1).encode())
+    atomic_write_bytes(args.json, json.dumps(with_version(results), indent=1).encode())
 
 
 def report(name: str, res: dict[str, Any]) -> None:

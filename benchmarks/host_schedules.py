@@ -41,6 +41,7 @@ from edgenn.cli.console import console, table
 from edgenn.ir import Graph
 from edgenn.models import zoo
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 EMULATION = "1+1:0.43"
@@ -195,7 +196,7 @@ def main() -> None:
     console.print(table("pool dispatch overhead (empty layer, Python call included)",
                         ["schedule", "us"],
                         [(k, f"{v:.1f}") for k, v in result["dispatch_overhead_us"].items()]))
-    atomic_write_bytes(args.out, json.dumps(result, indent=2).encode())
+    atomic_write_bytes(args.out, json.dumps(with_version(result), indent=2).encode())
     console.print(f"wrote {args.out}")
 
 

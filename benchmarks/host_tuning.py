@@ -60,6 +60,7 @@ from edgenn.tune.space import Point, point_key
 from edgenn.tune.strategies import STRATEGIES, make_strategy
 from edgenn.tune.target import HostTarget
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -458,7 +459,7 @@ def save(args: argparse.Namespace, target_result: dict[str, Any], spec: str) -> 
               "machine_note": "2-core AMD EPYC VM shared with other jobs: timings are noisy; "
                               "compare ratios", **_STATE}
     atomic_write_bytes(Path(args.results) / "host_tuning.json",
-                       json.dumps(result, indent=1).encode())
+                       json.dumps(with_version(result), indent=1).encode())
 
 
 def onnxruntime_comparison(args: argparse.Namespace, work: Path,

@@ -37,6 +37,7 @@ from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite
 from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS = ROOT.parent / "shared" / "models" / "mlperf_tiny"
@@ -501,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = json.loads(Path(args.json).read_text())
     else:
         doc = run_benchmark(Path(args.model_dir), args.n, Path(args.baselines))
-        atomic_write_bytes(args.json, json.dumps(doc, indent=2).encode())
+        atomic_write_bytes(args.json, json.dumps(with_version(doc), indent=2).encode())
     print_report(doc)
     if args.plot:
         plot(doc, args.plot)

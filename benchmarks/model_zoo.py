@@ -486,7 +486,7 @@ def run_zoo(folder: Path, timeout: float, stages: tuple[str, ...] = STAGES,
             advance: Callable[[str], None] | None = None) -> dict[str, Any]:
     import tempfile
 
-    import edgenn
+    from edgenn.version import edgenn_version
 
     folder = folder.resolve()  # why: every stage runs in its own scratch directory
     paths = find_models(folder)
@@ -498,7 +498,7 @@ def run_zoo(folder: Path, timeout: float, stages: tuple[str, ...] = STAGES,
                 advance(str(path.relative_to(folder)))
             rows.append(run_model(path, folder, timeout, flags, stages, Path(tmp)))
     return {"benchmark": "model_zoo", "date": dt.date.today().isoformat(),
-            "edgenn_version": edgenn.__version__, "core": CORE, "stages": list(stages),
+            "edgenn_version": edgenn_version(), "core": CORE, "stages": list(stages),
             "timeout_s_per_model": timeout, "samples": SAMPLES,
             "stateful_invocations": INVOCATIONS, "float_tolerance": FLOAT_TOLERANCE,
             "model_dir": _shown(folder), "models": rows}

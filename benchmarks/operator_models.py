@@ -33,6 +33,7 @@ from edgenn.frontends.tflite import load_tflite  # noqa: E402
 from edgenn.ir.sample import random_inputs  # noqa: E402
 from edgenn.oracles.tflm import tflm_arena_bytes, tflm_run  # noqa: E402
 from edgenn.utils import atomic_write_bytes  # noqa: E402
+from edgenn.version import with_version  # noqa: E402
 
 MODEL_DIR = ROOT / "tests" / "fixtures" / "operators"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
@@ -116,7 +117,7 @@ def main() -> int:
     args = ap.parse_args()
     doc = run_benchmark(args.n)
     print_table(doc)
-    atomic_write_bytes(args.json, (json.dumps(doc, indent=1) + "\n").encode())
+    atomic_write_bytes(args.json, (json.dumps(with_version(doc), indent=1) + "\n").encode())
     console.print(f"wrote {args.json}")
     return 0
 

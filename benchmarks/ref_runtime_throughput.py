@@ -27,6 +27,7 @@ from edgenn.frontends.tflite import load_tflite
 from edgenn.memory import plan_graph
 from edgenn.oracles.tflm import tflm_arena_bytes, tflm_run
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tflite"
@@ -87,8 +88,8 @@ def main() -> None:
     console.print(table("reference runtime vs TFLite Micro (int8, 2,000 MNIST test digits)",
                         ["model", "MACs", "edgenn img/s", "TFLM img/s", "ratio", "bit-exact",
                          "arena edgenn B", "arena TFLM B"], rows))
-    atomic_write_bytes(args.json, json.dumps({"benchmark": "ref_runtime_throughput",
-                                              "results": results}, indent=2).encode())
+    atomic_write_bytes(args.json, json.dumps(with_version({
+        "benchmark": "ref_runtime_throughput", "results": results}), indent=2).encode())
     console.print(f"wrote {args.json}")
 
 

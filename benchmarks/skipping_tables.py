@@ -29,6 +29,7 @@ from edgenn.models import shipped_model_path
 from edgenn.passes.skip import all_configs, apply_skip, find_blocks
 from edgenn.skipping import profile_configs
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,7 @@ def main() -> None:
                   f"{results['skipnet_joint']['union_arena_bytes']:,} B; switching the "
                   f"configuration: {results['skipnet_joint']['switch_cycles']} cycles")
     atomic_write_bytes(ROOT / "benchmarks/results/skipping_tables.json",
-                       json.dumps(results, indent=2, default=str).encode())
+                       json.dumps(with_version(results), indent=2, default=str).encode())
     console.print("wrote benchmarks/results/skipping_tables.json")
 
 

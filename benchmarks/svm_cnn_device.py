@@ -29,6 +29,7 @@ from typing import Any
 from edgenn.cli.console import console, table
 from edgenn.train.svm.demo import DemoReport, run_scenario
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "svm_cnn_device.json"
@@ -142,7 +143,7 @@ def main() -> None:
             "command": "edgenn svm-demo --device-test 2000"}
     doc = {"meta": meta, "steps": rows(unicorn, qemu), "summary": summary(unicorn, qemu, seconds)}
     show(doc)
-    atomic_write_bytes(OUT, (json.dumps(doc, indent=1) + "\n").encode())
+    atomic_write_bytes(OUT, (json.dumps(with_version(doc), indent=1) + "\n").encode())
     console.print(f"wrote {OUT.relative_to(ROOT)}")
 
 

@@ -37,6 +37,7 @@ from edgenn.cli.console import console, progress, table
 from edgenn.data import mnist_split
 from edgenn.svm.native import NativeSvmLayer
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCHES = (50, 100, 200)
@@ -157,7 +158,8 @@ def main() -> None:
                          "128": "first 128 principal components", "784": "raw pixels / 255"},
             "cycle_model": "cortex-m4-trm-zero-wait-state (docs/cycle_model.md)",
             "date": dt.date.today().isoformat()}
-    atomic_write_bytes(out, (json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n").encode())
+    doc = with_version({"meta": meta, "rows": rows})
+    atomic_write_bytes(out, (json.dumps(doc, indent=1) + "\n").encode())
     console.print(f"wrote {out.relative_to(ROOT)}")
 
 

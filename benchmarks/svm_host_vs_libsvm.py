@@ -39,6 +39,7 @@ from edgenn.models import shipped_model_path
 from edgenn.svm import CARRY_POLICIES, SMOClassifier, attach_svm_head, penultimate_features
 from edgenn.svm.ovo import pair_objectives
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
@@ -243,7 +244,7 @@ def main() -> None:
     png = RESULTS / "svm_continued_training.png"
     plot(streams, ceiling, args.capacity, png)
     atomic_write_bytes(RESULTS / "svm_host_vs_libsvm.json",
-                       json.dumps(results, indent=2).encode())
+                       json.dumps(with_version(results), indent=2).encode())
     console.print(f"wrote {RESULTS / 'svm_host_vs_libsvm.json'} and {png}")
 
 

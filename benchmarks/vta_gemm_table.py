@@ -32,6 +32,7 @@ from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE as FAST  # the pipeli
 from edgenn.cli.console import console, progress, table
 from edgenn.cli.vta_gemm_cmd import reference
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -266,7 +267,7 @@ def main() -> None:
                "schedules": list(SCHEDULES), "fast_schedule": FAST}
     if args.sensitivity:
         payload["sensitivity"] = sensitivity(args.preset)
-    atomic_write_bytes(args.out, (json.dumps(payload, indent=1) + "\n").encode())
+    atomic_write_bytes(args.out, (json.dumps(with_version(payload), indent=1) + "\n").encode())
     console.print(f"wrote {args.out} and {png}")
 
 

@@ -35,6 +35,7 @@ from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE as FAST  # the pipeli
 from edgenn.cli.console import console, progress, table
 from edgenn.ir import Graph
 from edgenn.utils import atomic_write_bytes
+from edgenn.version import with_version
 
 ROOT = Path(__file__).resolve().parents[1]
 # the ZCU102 GEMM study's ResNet-18 figures
@@ -219,7 +220,7 @@ def run_benchmark(args: argparse.Namespace) -> None:
                      "total_ms = vta_ms + host_ms",
         "log": logs,
     }
-    atomic_write_bytes(args.json, json.dumps(out, indent=2).encode())
+    atomic_write_bytes(args.json, json.dumps(with_version(out), indent=2).encode())
     console.print(f"wrote {args.json}")
 
 

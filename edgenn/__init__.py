@@ -2,6 +2,6 @@
 
 from edgenn.api import compile_model, load_model, quantize_model
 from edgenn.errors import EdgennError
+from edgenn.version import __version__
 
-__all__ = ["EdgennError", "compile_model", "load_model", "quantize_model"]
-__version__ = "0.1.0"
+__all__ = ["EdgennError", "__version__", "compile_model", "load_model", "quantize_model"]

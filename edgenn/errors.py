@@ -31,3 +31,8 @@ class DataError(EdgennError):
 
 class ToolchainError(EdgennError):
     """A compiler (arm-none-eabi-gcc, host cc) is missing or fails to build generated code."""
+
+
+class OutputError(EdgennError):
+    """An output path cannot be written: a file where a folder goes, or a file edgenn did not
+    generate that a build would overwrite (``edgenn.outputs``)."""

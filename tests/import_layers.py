@@ -1,6 +1,7 @@
 """The import layers of the package: what may import what, and that nothing imports itself back.
 
-    errors, utils, progress  <  ir, arith, data, memory, analysis, models, cc (the run-time
+    errors, utils, progress, outputs (transactional output files and folders), version
+    <  ir, arith, data, memory, analysis, models, cc (the run-time
     host C compiler)  <  frontends, passes, export, oracles, svm (the SVM layer's solver and C
     sources), the tuning records (tune.database, .claims, .codec, .errors, .space,
     .workload)  <  backends (ref, cortexm, host, vta)  <  quantize (calibration runs the
@@ -45,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "utils", "progress"),
+    ("errors", "utils", "progress", "outputs", "version"),
     ("ir", "arith", "data", "datasets", "memory", "analysis", "models", "cc"),
     ("frontends", "passes", "export", "oracles", "svm", "tune_records"),
     ("backends",),

@@ -92,7 +92,10 @@ def test_project_builds_with_wall_wextra_werror(core: str, tmp_path: Path) -> No
         assert res.stderr == ""  # not even a warning
     else:
         build_project(project)
-    assert (tmp_path / "model.elf").stat().st_size > 0
+    # the build products (objects, ELF, map) are in build/, by make and edgenn alike
+    assert (tmp_path / "build" / "model.elf").stat().st_size > 0
+    assert (tmp_path / "build" / "model.map").is_file()
+    assert not list(tmp_path.glob("*.o"))
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["core"] == core and manifest["arena_bytes"] > 0
     assert len(manifest["layers"]) == len(model_graph("ops").nodes)
@@ -118,7 +121,7 @@ def test_arena_too_big_for_ram_is_a_plan_error_at_compile_time(tmp_path: Path) -
         compile_cortexm(model_graph("conv2"), "cortex-m4", out_dir=tmp_path, ram_kb=16)
     msg = str(err.value)
     assert "29,824" in msg and "16 KiB" in msg and "\n" not in msg
-    assert not (tmp_path / "model.elf").exists()
+    assert not (tmp_path / "build" / "model.elf").exists()
 
 
 def test_missing_toolchain_is_one_line_with_the_install_command(

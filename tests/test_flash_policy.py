@@ -139,4 +139,4 @@ def test_compile_measures_its_trial_builds_within_4_gib_of_address_space(
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-500:]
-    assert (tmp_path / "fw" / "model.elf").is_file()
+    assert (tmp_path / "fw" / "build" / "model.elf").is_file()

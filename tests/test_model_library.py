@@ -121,7 +121,7 @@ def test_global_symbols_are_namespaced_or_shared_runtime(
     root, _ = two_libraries
     for name in ("kws", "ad"):
         folder = root / name
-        res = subprocess.run(["arm-none-eabi-nm", "-g", "--defined-only", f"{name}.o"],
+        res = subprocess.run(["arm-none-eabi-nm", "-g", "--defined-only", f"build/{name}.o"],
                              cwd=folder, capture_output=True, text=True, check=True)
         model_syms = [line.split()[-1] for line in res.stdout.splitlines()
                       if line.strip() and not line.endswith(":")]

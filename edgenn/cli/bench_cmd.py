@@ -26,11 +26,13 @@ from edgenn.cli.options import (
     add_model_input_options,
     add_timing_options,
     model_input_options,
+    staged_path,
     write_json,
 )
 from edgenn.errors import EdgennError
 from edgenn.evaluate import bench_inputs
 from edgenn.fusion import fusion_options
+from edgenn.outputs import staged_files
 
 STREAM_WARMUP = 8  # --stateful: invocations before the measured one
 
@@ -79,15 +81,17 @@ def run(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     if not to_stdout:
         print_bench_report(report)
-    if args.pareto_plot:
-        from edgenn.skipping.measure import measure
-        from edgenn.skipping.plot import plot_pareto
+    # why staged: the plot and the JSON appear together, or neither (edgenn.outputs)
+    with staged_files() as stage:
+        if args.pareto_plot:
+            from edgenn.skipping.measure import measure
+            from edgenn.skipping.plot import plot_pareto
 
-        profiles = measure(graph, args.clock_mhz)
-        plot_pareto(profiles, args.pareto_plot, f"{graph.name}: skip configurations",
-                    args.clock_mhz * 1e6)
-        report = report.with_extra(configurations=[p.to_dict() for p in profiles])
-        if not to_stdout:
-            console.print(f"wrote {args.pareto_plot}")
-    write_json(args.json, report.to_json())
+            profiles = measure(graph, args.clock_mhz)
+            plot_pareto(profiles, stage.path(args.pareto_plot),
+                        f"{graph.name}: skip configurations", args.clock_mhz * 1e6)
+            report = report.with_extra(configurations=[p.to_dict() for p in profiles])
+        write_json(staged_path(stage, args.json), report.to_json())
+    if args.pareto_plot and not to_stdout:
+        console.print(f"wrote {args.pareto_plot}")
     return 0

@@ -12,6 +12,7 @@ from edgenn.data.npz import read_npz
 from edgenn.errors import DataError
 from edgenn.ir import Graph
 from edgenn.ir.batch import from_rows
+from edgenn.outputs import staged_files
 from edgenn.utils import atomic_write_bytes
 
 
@@ -64,7 +65,8 @@ def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarr
                  one_sample: bool = False) -> None:
     """Write the outputs: one ``.npy`` (or ``.csv``: one line per sample, a single line for
     ``one_sample``) per ``--output`` in the model's output order, or one ``.npz`` holding
-    every output under its name (atomically, like every file we write)."""
+    every output under its name. All files appear together, or none
+    (``edgenn.outputs.staged_files``)."""
     if len(paths) == 1 and paths[0].endswith(".npz"):
         buf = io.BytesIO()
         # why the ignore: numpy's stub reads the ** mapping as its allow_pickle flag
@@ -74,8 +76,10 @@ def save_outputs(paths: list[str], names: tuple[str, ...], arrays: list[np.ndarr
     if len(paths) != len(names):
         raise DataError(f"{len(paths)} --output given; the model has {len(names)} output(s) "
                         f"{list(names)}: one --output per output in this order, or one .npz")
-    for path, array in zip(paths, arrays, strict=True):
-        if path.lower().endswith(".csv"):
-            write_csv_rows(path, array.reshape((1, -1) if one_sample else (len(array), -1)))
-        else:
-            save_npy(path, array)
+    with staged_files() as stage:
+        for path, array in zip(paths, arrays, strict=True):
+            tmp = str(stage.path(path))
+            if path.lower().endswith(".csv"):
+                write_csv_rows(tmp, array.reshape((1, -1) if one_sample else (len(array), -1)))
+            else:
+                save_npy(tmp, array)

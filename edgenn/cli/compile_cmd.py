@@ -16,8 +16,16 @@ from edgenn.backends.host.backend import HostOptions
 from edgenn.backends.targets import get_backend
 from edgenn.backends.vta.backend import VtaOptions
 from edgenn.cli.console import console, table
-from edgenn.cli.options import add_flags, add_model_input_options, flag_values, model_input_options
+from edgenn.cli.options import (
+    add_flags,
+    add_force_option,
+    add_model_input_options,
+    command_line,
+    flag_values,
+    model_input_options,
+)
 from edgenn.fusion import BEST_VARIANT, LAYER_BY_LAYER, FusionOptions
+from edgenn.outputs import owned_dir
 from edgenn.skipping.options import SkipOptions
 
 
@@ -27,7 +35,10 @@ def add_parser(sub: Any) -> None:
     add_model_input_options(p)
     p.add_argument("--target", required=True, choices=tuple(CORES))
     p.add_argument("-o", "--output", required=True,
-                   help="directory for the C library (and the application's ELF)")
+                   help="folder for the C library and the example application (their build "
+                        "products in its build/); an existing folder keeps every file an "
+                        "earlier edgenn build did not generate there (docs/outputs.md)")
+    add_force_option(p)
     p.add_argument("--name", default=None,
                    help="the library's name: NAME.h, NAME_init, NAME_invoke, libNAME.a "
                         "(default: the model file's name, made a C identifier)")
@@ -109,32 +120,38 @@ def library_name(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_model(args.model, **model_input_options(args))
     name = library_name(args)
-    # why the cast: --target's choices are the Cortex-M cores, whose builds have an ELF
-    exe = cast(CortexMExecutable, compile_model(
-        graph, target=args.target, out_dir=args.output, name=name,
-        library_only=args.library_only, **device_options(args)))
-    sizes = exe.sizes()
-    what = f"library lib{name}.a ({name}.h)" + ("" if args.library_only else " and model.elf")
+    # why a temporary folder: the build (and a failing one) never touches --output; the
+    # result moves in only when it is complete (edgenn.outputs.owned_dir)
+    with owned_dir(args.output, force=args.force, command=command_line(args)) as tmp:
+        graph = load_model(args.model, **model_input_options(args))
+        # why the cast: --target's choices are the Cortex-M cores, whose builds have an ELF
+        exe = cast(CortexMExecutable, compile_model(
+            graph, target=args.target, out_dir=tmp, name=name,
+            library_only=args.library_only, **device_options(args)))
+        sizes = exe.sizes()
+        layer_flash = (layer_flash_report(exe) if exe.elf is not None
+                       and exe.manifest.get("board", "generic") == "generic" else [])
+    what = f"library lib{name}.a ({name}.h)" + ("" if args.library_only
+                                               else f" and {exe.manifest['elf']}")
     console.print(f"built {what} in {args.output} for {args.target}: " + ", ".join(
         f"{k} {v:,} B" for k, v in sizes.items()))
     if args.name is not None and name != args.name:
         console.print(f"--name {args.name!r} is not a C identifier: the library is {name!r}")
-    if exe.elf is not None and exe.manifest.get("board", "generic") == "generic":
-        print_layer_flash(exe)
+    for part in layer_flash:
+        console.print(part)
     return 0
 
 
-def print_layer_flash(exe: CortexMExecutable) -> None:
+def layer_flash_report(exe: CortexMExecutable) -> list[Any]:
     """Flash per layer (its constants and generated functions) from the ELF's symbol table,
-    then the shared kernels, counted once."""
+    then the shared kernels, counted once: the renderables to print."""
     fmap = exe.flash_map()
     layers = exe.manifest["layers"]
     rows = [(i, m["name"], m["op"], m["kernel"], f"{fmap.layers[i]:,}")
             for i, m in enumerate(layers)]
-    console.print(table("flash per layer", ["#", "layer", "op", "kernel", "flash B"], rows,
-                        right_align_from=4))
-    console.print(flash_summary({"shared_kernels": fmap.shared_kernels,
-                                 "runtime": fmap.runtime, "other": fmap.other},
-                                sum(fmap.layers), fmap.total))
+    return [table("flash per layer", ["#", "layer", "op", "kernel", "flash B"], rows,
+                  right_align_from=4),
+            flash_summary({"shared_kernels": fmap.shared_kernels,
+                           "runtime": fmap.runtime, "other": fmap.other},
+                          sum(fmap.layers), fmap.total)]

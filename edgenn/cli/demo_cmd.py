@@ -17,7 +17,7 @@ import numpy as np
 from edgenn.api import compile_model, load_model, quantize_model
 from edgenn.backends.bench_report import BenchSettings
 from edgenn.cli.console import console, progress, table
-from edgenn.cli.options import add_out_dir_option
+from edgenn.cli.options import add_out_dir_option, out_dir
 from edgenn.datasets import dataset_split
 from edgenn.errors import EdgennError
 from edgenn.evaluate import batches, bench_inputs, images_to_input
@@ -50,11 +50,17 @@ def _accuracy(y: np.ndarray, labels: np.ndarray) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    with out_dir(args) as tmp:
+        return _run(args, tmp)
+
+
+def _run(args: argparse.Namespace, out: Path) -> int:
+    """The demo, its files written into ``out`` (the temporary folder of ``--out-dir``)."""
     from edgenn.export import export_tflite
     from edgenn.models import shipped_model_path
     from edgenn.oracles.tflm import tflm_arena_bytes, tflm_run
 
-    out_dir = Path(args.out_dir)
+    final = Path(args.out_dir)
     model_path = shipped_model_path("mnist_cnn")
     graph = load_model(model_path)
     train_images, _ = dataset_split("mnist", "train")
@@ -69,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     calib = images_to_input(graph, train_images[: args.calib_size])
     qgraph = quantize_model(graph, calib, method=args.method)
     tflite_bytes = export_tflite(qgraph)
-    tflite_path = out_dir / "mnist_cnn_int8.tflite"
-    atomic_write_bytes(tflite_path, tflite_bytes)
+    tflite_name = "mnist_cnn_int8.tflite"
+    atomic_write_bytes(out / tflite_name, tflite_bytes)
 
     x_int8 = images_to_input(qgraph, test_images)
     qexe = compile_model(qgraph)
@@ -103,19 +109,20 @@ def run(args: argparse.Namespace) -> int:
         "onnxruntime_max_rel_error": ort_err, "calibration": args.method,
         "tflm_mismatches": mismatches, "outputs_compared": int(y_int8.size),
         "arena_bytes_edgenn": arena_ours, "arena_bytes_tflm": arena_tflm,
-        "seconds_ref_int8": t_ref, "seconds_tflm": t_tflm, "tflite": str(tflite_path),
+        "seconds_ref_int8": t_ref, "seconds_tflm": t_tflm,
+        "tflite": str(final / tflite_name),
     }
     mcu_ok = True
     if args.mcu_images > 0:
         m4 = _cortex_m4_part(qgraph, x_int8[: args.mcu_images], y_int8[: args.mcu_images],
-                             test_images[: args.mcu_images], out_dir)
+                             test_images[: args.mcu_images], out)
         report["cortex_m4"] = m4
         fused = m4.get("fused_model_a")
         # why the chain check: a fused build with nothing fused would prove nothing
         mcu_ok = m4["mismatches"] == 0 and (
             fused is None or (fused["mismatches"] == 0 and bool(fused["fused_chains"])))
-    atomic_write_bytes(out_dir / "report.json", json.dumps(report, indent=2).encode())
-    console.print(f"wrote {tflite_path} and {out_dir / 'report.json'}")
+    atomic_write_bytes(out / "report.json", json.dumps(report, indent=2).encode())
+    console.print(f"wrote {final / tflite_name} and {final / 'report.json'}")
     return 0 if mismatches == 0 and mcu_ok else 1
 
 

@@ -26,6 +26,7 @@ from edgenn.cli import (
     vta_gemm_cmd,
 )
 from edgenn.errors import EdgennError
+from edgenn.version import edgenn_version
 
 COMMANDS = (inspect_cmd, quantize_cmd, compile_cmd, run_cmd, validate_cmd, eval_cmd, bench_cmd,
             demo_cmd, skip_demo_cmd, svm_demo_cmd, vta_gemm_cmd, tune_cmd)
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="edgenn",
         description="Make trained neural networks run fast and small on constrained devices.",
     )
+    parser.add_argument("--version", action="version", version=f"edgenn {edgenn_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_CommandParser)
     for module in COMMANDS:
@@ -53,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # why: a generated folder's manifest records the command that made it
     try:
         return int(args.func(args) or 0)
     except EdgennError as err:

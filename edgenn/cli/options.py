@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
+from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 from edgenn.backends.options import option_flags
 from edgenn.backends.timing import DEFAULT_TIMING
+from edgenn.outputs import Stage, owned_dir
 from edgenn.utils import atomic_write_bytes
 
 STDOUT = "-"
@@ -36,10 +40,37 @@ def write_json(path: str | None, data: Any) -> bool:
     return False
 
 
+def staged_path(stage: Stage, path: str | None) -> str | None:
+    """Where to write ``path`` (a ``--json`` or other output) inside the command's ``stage``
+    (``edgenn.outputs.staged_files``): its temporary sibling; None and ``-`` unchanged."""
+    return path if path is None or path == STDOUT else str(stage.path(path))
+
+
 def add_out_dir_option(p: argparse.ArgumentParser, default: str, what: str) -> None:
-    """``--out-dir DIR`` (dest ``out_dir``): the folder a demo writes into."""
+    """``--out-dir DIR`` (dest ``out_dir``): the folder a demo writes into, a generated folder
+    (:func:`out_dir`) with its ``--force``."""
     p.add_argument("--out-dir", dest="out_dir", default=default, metavar="DIR",
-                   help=f"folder for {what} (default: {default})")
+                   help=f"folder for {what} (default: {default}); files no earlier edgenn "
+                        "run generated there are kept, and never overwritten")
+    add_force_option(p)
+
+
+def add_force_option(p: argparse.ArgumentParser) -> None:
+    """``--force``: a generated folder may overwrite files that are not its own."""
+    p.add_argument("--force", action="store_true",
+                   help="overwrite files in the output folder that no earlier edgenn run "
+                        "generated (or that were edited since)")
+
+
+def out_dir(args: argparse.Namespace) -> AbstractContextManager[Path]:
+    """The temporary folder to build ``--out-dir``'s content in; it becomes ``--out-dir``
+    when the command succeeds (``edgenn.outputs.owned_dir``, with ``--force``)."""
+    return owned_dir(args.out_dir, force=args.force, command=command_line(args))
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command as typed (``main`` keeps its argv), for a generated folder's manifest."""
+    return shlex.join(["edgenn", *getattr(args, "argv", [])])
 
 
 DEFAULT_WARMUP = DEFAULT_TIMING.warmup  # untimed runs before the timed ones

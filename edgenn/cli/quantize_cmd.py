@@ -16,9 +16,11 @@ from edgenn.cli.options import (
     add_json_option,
     add_model_input_options,
     model_input_options,
+    staged_path,
     write_json,
 )
 from edgenn.errors import EdgennError
+from edgenn.outputs import staged_files
 from edgenn.quantize import float_islands
 from edgenn.quantize.calibration_data import calibration_data
 
@@ -59,12 +61,14 @@ def run(args: argparse.Namespace) -> int:
                       markup=False)
         for island in islands:
             console.print(f"  {island.node} ({island.op}): {island.reason}", markup=False)
-    save_tflite(qgraph, args.output)
     summary = {"output": args.output, "scheme": kind, "operators": len(qgraph.nodes),
                "calibration_samples": len(calib), "method": args.method,
                "float_operators": [island.to_json() for island in islands]}
-    if write_json(args.json, summary):
-        return 0
+    # why staged: the model and its summary appear together, or neither (edgenn.outputs)
+    with staged_files() as stage:
+        save_tflite(qgraph, stage.path(args.output))
+        if write_json(staged_path(stage, args.json), summary):
+            return 0
     if not islands:
         console.print("every operator is quantized (no float32 operators)", markup=False)
     console.print(

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.cli.console import console, table
-from edgenn.cli.options import add_out_dir_option
+from edgenn.cli.options import add_out_dir_option, out_dir
 from edgenn.skipping.measure import load_int8, measure
 from edgenn.utils import atomic_write_bytes
 
@@ -26,10 +26,14 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with out_dir(args) as out:
+        return _run(args, out)
+
+
+def _run(args: argparse.Namespace, out: Path) -> int:
     from edgenn.skipping.plot import plot_budget_demo, plot_pareto
     from edgenn.skipping.simulate import compare_policies, other_task_load
 
-    out = Path(args.out_dir)
     graph = load_int8(args.model)
     profiles = measure(graph, args.clock_mhz)
     full = next(p for p in profiles if not p.skip)
@@ -66,5 +70,7 @@ def run(args: argparse.Namespace) -> int:
               "policies": [{"name": o.name, "misses": o.misses,
                             "mean_accuracy": o.mean_accuracy} for o in outcomes]}
     atomic_write_bytes(out / "report.json", json.dumps(report, indent=2).encode())
-    console.print(f"wrote {out / 'budget_demo.png'}, {out / 'pareto.png'}, {out / 'report.json'}")
+    final = Path(args.out_dir)
+    console.print(f"wrote {final / 'budget_demo.png'}, {final / 'pareto.png'}, "
+                  f"{final / 'report.json'}")
     return 0 if adaptive.misses == 0 else 1

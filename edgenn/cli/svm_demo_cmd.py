@@ -13,7 +13,7 @@ from typing import Any
 
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.cli.console import console, progress, table
-from edgenn.cli.options import add_out_dir_option
+from edgenn.cli.options import add_out_dir_option, out_dir
 from edgenn.errors import EdgennError
 from edgenn.utils import atomic_write_bytes
 
@@ -84,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.capacity < 2 or args.steps < 1:
         raise EdgennError(f"--capacity {args.capacity} must be >= 2 and --steps {args.steps} >= 1")
-    out = Path(args.out_dir)
     device = not args.no_device
     emulator = _emulator(args.board, args.emulator)
     n_test = DEFAULT_DEVICE_TEST[emulator] if args.device_test is None else args.device_test
@@ -98,9 +97,11 @@ def run(args: argparse.Namespace) -> int:
         _print_board(report)
     elif device:
         _print_costs(report)
-    plot_demo(report, out / "accuracy.png")
-    atomic_write_bytes(out / "report.json", json.dumps(report.to_dict(), indent=2).encode())
-    console.print(f"wrote {out / 'accuracy.png'}, {out / 'report.json'}")
+    with out_dir(args) as out:
+        plot_demo(report, out / "accuracy.png")
+        atomic_write_bytes(out / "report.json", json.dumps(report.to_dict(), indent=2).encode())
+    final = Path(args.out_dir)
+    console.print(f"wrote {final / 'accuracy.png'}, {final / 'report.json'}")
     return 0
 
 

@@ -18,8 +18,10 @@ from edgenn.cli.options import (
     add_model_input_options,
     add_timing_options,
     model_input_options,
+    staged_path,
     write_json,
 )
+from edgenn.outputs import new_file_guard, staged_files
 
 
 def add_parser(sub: Any) -> None:
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     from edgenn.api import load_model
-    from edgenn.tune.database import TuningDatabase
+    from edgenn.tune.database import SQLITE_COMPANIONS, TuningDatabase, normalize_url, sqlite_path
     from edgenn.tune.errors import TuningError
     from edgenn.tune.measure import MeasureProtocol
     from edgenn.tune.plot import plot_convergence
@@ -93,26 +95,39 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise TuningError(f"--only: no tunable layer named {', '.join(sorted(unknown))}")
         jobs = [job for job in jobs if wanted & set(job.nodes)]
-    db = TuningDatabase(args.db)
     emulated = " (emulated)" if target.topology.emulated else ""
-    console.print(f"tuning {graph.name}: {len(jobs)} distinct layers, {args.strategy}, "
-                  f"{args.trials} trials each, on {target.describe()}")
+    opened: list[TuningDatabase] = []
 
-    with _Progress(len(jobs), args.trials) as bar:
-        report = tune_model(graph, target, db, strategy=args.strategy, trials=args.trials,
-                            seed=args.seed, protocol=protocol, share_step=args.share_step,
-                            mode=args.space, check=args.check, jobs=jobs,
-                            on_layer=bar.layer, on_trial=bar.trial)
+    def has_trials() -> bool:
+        return any(s.n_trials for db in opened for s in db.studies())
+
+    # why a guard, not a temporary copy: the database is a store that tuners append to
+    # together, one SQL transaction per trial; a new file is removed only when the run
+    # failed before it recorded a trial (a rerun resumes from the ones it holds)
+    with new_file_guard(sqlite_path(normalize_url(args.db)), has_trials, SQLITE_COMPANIONS):
+        db = TuningDatabase(args.db)
+        opened.append(db)
+        console.print(f"tuning {graph.name}: {len(jobs)} distinct layers, {args.strategy}, "
+                      f"{args.trials} trials each, on {target.describe()}")
+        with _Progress(len(jobs), args.trials) as bar:
+            report = tune_model(graph, target, db, strategy=args.strategy, trials=args.trials,
+                                seed=args.seed, protocol=protocol, share_step=args.share_step,
+                                mode=args.space, check=args.check, jobs=jobs,
+                                on_layer=bar.layer, on_trial=bar.trial)
     _print_table(report, emulated)
     plot = Path(args.plot) if args.plot else (
         Path("out/tune") / f"{_slug(graph.name)}-{args.strategy}-convergence.png")
     curve = report.convergence()
+    # why staged: the plot and the JSON appear together, or neither (edgenn.outputs)
+    with staged_files() as stage:
+        if curve:
+            plot_convergence({args.strategy: curve}, stage.path(plot),
+                             f"{graph.name}: {args.strategy} on {target.describe()}",
+                             baseline=report.baseline_ms)
+        to_stdout = write_json(staged_path(stage, args.json), report.to_json())
     if curve:
-        plot_convergence({args.strategy: curve}, plot,
-                         f"{graph.name}: {args.strategy} on {target.describe()}",
-                         baseline=report.baseline_ms)
         console.print(f"wrote {plot}")
-    if args.json is not None and not write_json(args.json, report.to_json()):
+    if args.json is not None and not to_stdout:
         console.print(f"wrote {args.json}")
     return 0
 

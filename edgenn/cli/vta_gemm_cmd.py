@@ -17,8 +17,9 @@ from edgenn.backends.vta.config import DEFAULT_PRESET, PRESETS, VtaConfig
 from edgenn.backends.vta.gemm import SCHEDULES, GemmRun, run_gemm
 from edgenn.backends.vta.schedules import DEFAULT_SCHEDULE
 from edgenn.cli.console import console, table
-from edgenn.cli.options import add_json_option, write_json
+from edgenn.cli.options import add_json_option, staged_path, write_json
 from edgenn.errors import EdgennError
+from edgenn.outputs import staged_files
 from edgenn.utils import atomic_write_bytes
 
 
@@ -80,15 +81,18 @@ def run(args: argparse.Namespace) -> int:
         expected = reference(a, b, bias, args.out, args.shift)
         bad = int(np.count_nonzero(gemm.result != expected))
         info["check"] = {"mismatches": bad, "equal": bad == 0}
-    write_json(args.json, info)
-    if args.dump:
-        from edgenn.backends.vta.gemm import build_program
-        from edgenn.backends.vta.schedules.common import GemmProblem, place_operands
+    # why staged: the report and the dump appear together, or neither (edgenn.outputs)
+    with staged_files() as stage:
+        write_json(staged_path(stage, args.json), info)
+        if args.dump:
+            from edgenn.backends.vta.gemm import build_program
+            from edgenn.backends.vta.schedules.common import GemmProblem, place_operands
 
-        problem = GemmProblem(args.m, args.k, args.n, args.out, args.shift, args.bias)
-        dram, ops = place_operands(problem, config)
-        program, _ = build_program(problem, args.schedule, config, dram, ops)
-        atomic_write_bytes(args.dump, (program.disassemble() + "\n").encode())
+            problem = GemmProblem(args.m, args.k, args.n, args.out, args.shift, args.bias)
+            dram, ops = place_operands(problem, config)
+            program, _ = build_program(problem, args.schedule, config, dram, ops)
+            atomic_write_bytes(stage.path(args.dump),
+                               (program.disassemble() + "\n").encode())
     if args.check:
         if info["check"]["mismatches"]:
             raise CheckFailed(f"{info['check']['mismatches']} of {args.m * args.n} outputs differ "

@@ -60,6 +60,18 @@ def normalize_url(db: str | os.PathLike[str] | None) -> str:
     return text
 
 
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")  # files SQLite keeps beside a database
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite database URL (``normalize_url``'s form); None for another kind of
+    database or an in-memory one."""
+    if not url.startswith("sqlite"):
+        return None
+    path = sa.engine.make_url(url).database
+    return Path(path) if path and path != ":memory:" else None
+
+
 def _postgres_driver() -> str:
     import importlib.util
 
@@ -99,9 +111,9 @@ class TuningDatabase:
         try:
             engine_kwargs: dict[str, Any]
             if self.url.startswith("sqlite"):
-                path = sa.engine.make_url(self.url).database
-                if path and path != ":memory:":
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
+                path = sqlite_path(self.url)
+                if path is not None:
+                    path.parent.mkdir(parents=True, exist_ok=True)
                 # why: workers wait for each other's writes instead of failing at once
                 engine_kwargs = {"connect_args": {"timeout": 120}}
             else:

@@ -14,7 +14,10 @@ from edgenn.cc.driver import DEFAULT_TIMEOUT_S, CompileError, find_tool, run_too
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.codegen.project import Project
 
-PROBE_LD, PROBE_ELF = "linker_probe.ld", "model_probe.elf"  # removed after the probe link
+PROBE_LD, PROBE_ELF = "linker_probe.ld", "build/model_probe.elf"  # removed after the probe
+# why a folder of their own: the objects, ELF and map are build products, not the library a
+# user ships (the generated Makefile puts them there too)
+BUILD_DIR = "build"
 
 COMPILER = "arm-none-eabi-gcc"
 INSTALL_PACKAGE = "gcc-arm-none-eabi libnewlib-arm-none-eabi"  # Debian (newlib: libc, libm)
@@ -68,27 +71,31 @@ def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
 
 def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: list[str],
           env_path: str | None = None, timeout: float | None = DEFAULT_TIMEOUT_S) -> Path:
-    """Compile ``sources`` (in ``out_dir``) and link ``model.elf``; return its path.
+    """Compile ``sources`` (in ``out_dir``) and link ``build/model.elf`` (objects and map in
+    ``build/`` too); return its path.
 
     ``env_path`` overrides the PATH searched for the compiler (tests simulate a missing one);
     ``timeout``: seconds each compiler or linker run may take (None: no limit).
     """
     cc = find_compiler(env_path if env_path is not None else os.environ.get("PATH"))
     cwd = Path(out_dir)
-    objects = [s[:-2] + ".o" for s in sources]
+    (cwd / BUILD_DIR).mkdir(exist_ok=True)
+    objects = [object_path(s) for s in sources]
     _compile_all(cc, cwd, [(s, o, cflags) for s, o in zip(sources, objects, strict=True)],
                  timeout)
-    run_tool([cc, *ldflags, *objects, "-o", "model.elf", "-lm"], "linking model.elf", cwd=cwd,
+    elf = f"{BUILD_DIR}/model.elf"
+    run_tool([cc, *ldflags, *objects, "-o", elf, "-lm"], "linking model.elf", cwd=cwd,
              timeout=timeout)
-    return cwd / "model.elf"
+    return cwd / elf
 
 
 def build_project(project: Project, env_path: str | None = None,
                   archive: bool = True, device: Device | None = None,
                   label: str | None = None,
                   timeout: float | None = DEFAULT_TIMEOUT_S) -> Path | None:
-    """Build ``libNAME.a`` and, unless the folder is library-only, ``model.elf`` (the same
-    commands as the generated Makefile); return the ELF's path (None for a library).
+    """Build ``libNAME.a`` and, unless the folder is library-only, ``build/model.elf`` (the
+    same commands as the generated Makefile: objects and map in ``build/`` too); return the
+    ELF's path (None for a library).
 
     An image that overflows the linker script's memory is a one-line ``fit.FitError`` naming
     the bytes it needs against ``device`` (default: the project's RAM and its core's flash),
@@ -108,12 +115,13 @@ def build_project(project: Project, env_path: str | None = None,
     archive = archive or not project.app_sources or not project.hooked
     model_c = f"{project.name}.c"
     lib_sources = [s for s in project.lib_sources if archive or s != model_c]
-    lib_objs = [s[:-2] + ".o" for s in lib_sources]
+    lib_objs = [object_path(s) for s in lib_sources]
     jobs = [(s, o, cflags) for s, o in zip(lib_sources, lib_objs, strict=True)]
-    app_objs = [s[:-2] + ".o" for s in project.app_sources]
+    app_objs = [object_path(s) for s in project.app_sources]
     jobs += [(s, o, cflags) for s, o in zip(project.app_sources, app_objs, strict=True)]
+    (cwd / BUILD_DIR).mkdir(exist_ok=True)
     if project.hooked:
-        hooked = f"{project.name}_hooked.o"
+        hooked = f"{BUILD_DIR}/{project.name}_hooked.o"
         jobs.append((model_c, hooked, [*cflags, f"-D{HOOK_MACRO}=edgenn_mark"]))
         app_objs.append(hooked)
     _compile_all(cc, cwd, jobs, timeout)
@@ -129,7 +137,13 @@ def build_project(project: Project, env_path: str | None = None,
     core, manifest = project.core, project.manifest
     if device is None:
         device = fit.device_memory(core, None, manifest.get("ram_kb"), None)
-    _link([cc, *project.ldflags, *app_objs, *link_with, "-o", "model.elf", "-lm"], cwd,
+    elf = f"{BUILD_DIR}/model.elf"
+    _link([cc, *project.ldflags, *app_objs, *link_with, "-o", elf, "-lm"], cwd,
           f"linking model.elf for {core.name}", device, int(manifest["arena_bytes"]),
           label or f"model.elf of {project.name}", timeout)
-    return cwd / "model.elf"
+    return cwd / elf
+
+
+def object_path(source: str) -> str:
+    """Where the object of ``source`` (a ``.c`` file of the project) goes."""
+    return f"{BUILD_DIR}/{source[:-2]}.o"

@@ -100,7 +100,7 @@ def flags(core: Core, opt: str) -> tuple[list[str], list[str]]:
 
 def _link_flags(opt: str) -> list[str]:
     return [opt, "-nostartfiles", "--specs=nano.specs", "-Wl,--gc-sections", "-T", "linker.ld",
-            "-Wl,-Map=model.map"]
+            "-Wl,-Map=build/model.map"]
 
 
 def used_files(sources: Iterable[str], c_dir: Path = C_DIR) -> tuple[list[str], list[str]]:
@@ -248,7 +248,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     manifest: dict[str, Any] = {
         "name": name, "core": core.name, "board": board, "header": f"{name}.h",
         "library": f"lib{name}.a", "library_only": library_only, "arena": arena,
-        "elf": None if library_only else "model.elf",
+        "elf": None if library_only else "build/model.elf",
         "arena_symbol": f"{name}_arena" if spec.static_arena else "edgenn_harness_arena",
         "arena_bytes": arena_bytes, "init_symbol": "edgenn_harness_init",
         "invoke_symbol": f"{name}_invoke", "mark_symbol": "edgenn_mark",

@@ -113,8 +113,8 @@ def _makefile(cflags: list[str], ldflags: list[str], sources: list[str], archive
     """The SVM firmware's Makefile, with ``make`` building the feature library first (its
     own Makefile, in its folder)."""
     return templates.makefile(cflags, ldflags, sources) + f"""
-# the feature library: built by its own Makefile before model.elf links it
-model.elf: {archive}
+# the feature library: built by its own Makefile before build/model.elf links it
+build/model.elf: {archive}
 
 {archive}:
 \t$(MAKE) -C {CNN_DIR}

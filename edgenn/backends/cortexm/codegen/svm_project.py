@@ -276,7 +276,7 @@ def generate_svm(cfg: SvmConfig, core: Core, out_dir: str | Path, *,
     ldflags = [*ldflags, *(f"-Wl,--undefined={f}" for f in ENTRY_POINTS)]
     inputs, outputs, arena = _io(cfg)
     manifest = {
-        "core": core.name, "elf": "model.elf", "arena_symbol": "edgenn_arena",
+        "core": core.name, "elf": "build/model.elf", "arena_symbol": "edgenn_arena",
         "arena_bytes": arena, "invoke_symbol": "edgenn_invoke", "mark_symbol": "edgenn_mark",
         "main_symbol": "main", "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
         "inputs": inputs, "outputs": outputs, "layers": [],
