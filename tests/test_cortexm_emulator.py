@@ -185,23 +185,41 @@ def test_elf_sizes_match_arm_none_eabi_size(m4_elf: Path) -> None:
     (0xA5, r"in undefined_instruction \(pc 0x"),
     (0xA6, r"HardFault_Handler reached from edgenn_invoke \(pc 0x"),
 ])
-def test_faults_name_the_function(m4_elf: Path, mode: int, pattern: str) -> None:
+@pytest.mark.parametrize("timed", [True, False], ids=["timed", "untimed"])
+def test_faults_name_the_function(m4_elf: Path, mode: int, pattern: str, timed: bool) -> None:
     machine = Machine(m4_elf, MANIFEST, get_core("cortex-m4"), max_instructions=200_000)
     x = bytes(64)
     with pytest.raises(EmulatorFault, match=pattern) as info:
-        machine.invoke([with_mode(x, mode)])
+        machine.invoke([with_mode(x, mode)], timed=timed)
     assert "\n" not in str(info.value)
     # the same machine keeps working after a fault
-    assert machine.invoke([x]).outputs == [expected_outputs(x)]
+    assert machine.invoke([x], timed=timed).outputs == [expected_outputs(x)]
 
 
-def test_faults_on_small_cores(firmware: tuple[Path, Core]) -> None:
+@pytest.mark.parametrize("timed", [True, False], ids=["timed", "untimed"])
+def test_faults_on_small_cores(firmware: tuple[Path, Core], timed: bool) -> None:
     elf, core = firmware
     machine = Machine(elf, MANIFEST, core, max_instructions=200_000)
     with pytest.raises(EmulatorFault, match="in crash_unmapped_write"):
-        machine.invoke([with_mode(bytes(64), 0xA2)])
+        machine.invoke([with_mode(bytes(64), 0xA2)], timed=timed)
     with pytest.raises(EmulatorFault, match="stopped in spin_forever"):
-        machine.invoke([with_mode(bytes(64), 0xA3)])
+        machine.invoke([with_mode(bytes(64), 0xA3)], timed=timed)
+
+
+def test_untimed_runs_compute_what_timed_runs_do(m4_elf: Path) -> None:
+    """Switching between untimed (outputs only) and timed runs on one machine, in both
+    directions, changes neither the outputs nor the counts: the translation cache is flushed
+    at each switch, so no block is left without its cycle callback."""
+    machine = Machine(m4_elf, MANIFEST, get_core("cortex-m4"))
+    inputs = [bytes((7 * i + k) % 256 for i in range(64)) for k in range(3)]
+    timed = [machine.invoke([x]) for x in inputs]
+    for x, ref in zip(inputs, timed, strict=True):
+        fast = machine.invoke([x], timed=False)
+        assert fast.outputs == ref.outputs == [expected_outputs(x)]
+        assert fast.cycles is None and fast.instructions == 0
+        again = machine.invoke([x])
+        assert (again.cycles, again.instructions) == (ref.cycles, ref.instructions)
+        assert again.layer_cycles == ref.layer_cycles
 
 
 def test_bad_inputs_and_symbols(m4_elf: Path) -> None:

@@ -186,6 +186,7 @@ class CortexMExecutable:
                          for i in range(len(internal[0]))]
                 return [np.concatenate(p) for p in zip(*parts, strict=True)]
             return self._run_qemu(internal, skip)
+        self.machine.set_timed(False)  # outputs only: no cycle count
         self.set_skip(self.default_skip if skip is None else skip)
         reset = bool(self.graph.state) and not stateful
         kept = self._read_state() if reset else b""
@@ -193,7 +194,7 @@ class CortexMExecutable:
         for item in self._items(internal):
             if reset:
                 self.reset_state()
-            result = self.machine.invoke(item)
+            result = self.machine.invoke(item, timed=False)
             for k, data in enumerate(result.outputs):
                 outs[k].append(self._output(k, data))
         if reset:
@@ -253,6 +254,7 @@ class CortexMExecutable:
                               "use run, eval or validate")
         internal = self._inputs(tuple(first_sample(self.graph, inputs)))
         skip = self.default_skip if skip is None else skip
+        self.machine.set_timed(True)  # the switch's cost is reported too
         switch = self.set_skip(skip)
         result = self.machine.invoke(self._items(internal)[0])
         sizes = self.machine.elf_sizes()

@@ -74,15 +74,24 @@ class Board:
         pricing a block), None on a clean stop.
         """
         self.memory_fault = None
-        self.counter.start()
+        counter = self.counter
+        counter.start()
+        # why count only when untimed: timed runs enforce the budget in the block callback
+        # (counting there is free); untimed runs have no callback to count in
+        count = 0 if counter.timed else counter.max_instructions
         error: BaseException | None = None
         try:
-            self.uc.emu_start(entry | 1, until)
+            self.uc.emu_start(entry | 1, until, count=count)
         except self.unicorn.UcError as err:
             error = err
-        if self.counter.hook_error is not None:
-            error = self.counter.hook_error
-        return self.counter.finish(self.reg("pc")), error
+        if counter.hook_error is not None:
+            error = counter.hook_error
+        pc = self.reg("pc")
+        stats = counter.finish(pc)
+        if (count and error is None and pc != until and stats.fault_handler is None
+                and self.memory_fault is None):
+            stats.budget_exceeded_at = pc  # unicorn stopped at its instruction count
+        return stats, error
 
     def _on_invalid(self, uc: Any, access: int, address: int, size: int, value: int,
                     _data: Any) -> bool:

@@ -17,6 +17,14 @@ Special addresses (``watch``) are checked only through the cached block entry, s
 costs one tuple lookup per block: a layer mark records the counters on entry (before the mark
 block's own cost, after the taken-branch penalty of the call into it), a fault handler stops
 emulation. An instruction budget stops runaway loops.
+
+Untimed runs (:meth:`BlockCounter.set_timed`): when only the outputs are wanted (``run``, not
+``bench``), the per-block callback is removed and unicorn runs the translated code without
+calling back into Python on every block, several times faster. What must still be seen is
+watched by callbacks bounded to the watched addresses alone (a layer mark records
+``(r0, 0, 0)``, so a fault still names its layer; a fault handler stops emulation), and the
+budget becomes unicorn's own instruction count. The translation cache is flushed at each
+switch, because translated blocks keep whatever hooks existed when they were translated.
 """
 
 from __future__ import annotations
@@ -64,7 +72,37 @@ class BlockCounter:
         self._stats = RunStats()
         self.hook_error: BaseException | None = None
         self._hook, self._reset, self._finish = self._make_hook()
-        self._keep_alive = _install_block_hook(uc, self._hook)
+        self._block_hook = _add_block_hook(uc, self._hook)
+        self._watch_hooks: list[tuple[Any, Any]] = []
+        self.timed = True
+
+    def set_timed(self, timed: bool) -> None:
+        """Count every block (True, the default) or run untimed (False): outputs only,
+        instructions and cycles read 0; marks, fault handlers and the budget still apply."""
+        if timed == self.timed:
+            return
+        if timed:
+            for hook in self._watch_hooks:
+                _del_hook(self._uc, hook)
+            self._watch_hooks = []
+            self._block_hook = _add_block_hook(self._uc, self._hook)
+        else:
+            _del_hook(self._uc, self._block_hook)
+            self._watch_hooks = [_add_block_hook(self._uc, self._watch_hook, address, address)
+                                 for address in self._watch]
+        self._uc.ctl_flush_tb()
+        self.timed = timed
+
+    def _watch_hook(self, _handle: Any, address: int, _size: int, _data: Any) -> None:
+        """The untimed runs' callback, called only at a watched address."""
+        stats = self._stats
+        if self._watch.get(address) == WATCH_MARK:
+            stats.marks.append((self._uc.reg_read(self._r0), 0, 0))
+            return
+        stats.fault_handler = address
+        stats.fault_sp = self._uc.reg_read(self._sp)
+        stats.fault_lr = self._uc.reg_read(self._lr)
+        self._uc.emu_stop()
 
     @property
     def blocks_priced(self) -> int:
@@ -165,8 +203,11 @@ class BlockCounter:
         return hook, reset, finish
 
 
-def _install_block_hook(uc: Any, hook: Callable[..., None]) -> Any:
-    """Register ``hook(handle, address, size, data)`` as a UC_HOOK_BLOCK callback.
+def _add_block_hook(uc: Any, hook: Callable[..., None], begin: int = 1,
+                    end: int = 0) -> tuple[Any, Any]:
+    """Register ``hook(handle, address, size, data)`` as a UC_HOOK_BLOCK callback for blocks
+    starting in ``[begin, end]`` (``begin > end``: every block); returns ``(handle, thunk)``
+    for :func:`_del_hook`.
 
     why: the binding's ``hook_add`` wraps every call in two extra Python frames (exception
     guard + argument adapter), which halves the block rate (1.8 M -> 3.9 M empty hook
@@ -185,9 +226,19 @@ def _install_block_hook(uc: Any, hook: Callable[..., None]) -> Any:
         handle = binding.uc_hook_h()
         status = binding.uclib.uc_hook_add(
             uc._uch, ctypes.byref(handle), unicorn.UC_HOOK_BLOCK, fptr, ctypes.c_void_p(0),
-            ctypes.c_uint64(1), ctypes.c_uint64(0))
+            ctypes.c_uint64(begin), ctypes.c_uint64(end))
         if status != unicorn.UC_ERR_OK:
             raise unicorn.UcError(status)
-        return fptr  # keep the ctypes thunk alive as long as the counter
+        return handle, fptr  # the thunk must stay alive as long as the hook
     except (ImportError, AttributeError):
-        return uc.hook_add(unicorn.UC_HOOK_BLOCK, hook)
+        return uc.hook_add(unicorn.UC_HOOK_BLOCK, hook, begin=begin, end=end), None
+
+
+def _del_hook(uc: Any, hook: tuple[Any, Any]) -> None:
+    handle, thunk = hook
+    if thunk is None:  # registered through the binding's hook_add
+        uc.hook_del(handle)
+        return
+    from unicorn.unicorn_py3 import unicorn as binding
+
+    binding.uclib.uc_hook_del(uc._uch, handle)

@@ -41,8 +41,8 @@ class InvokeResult:
     """One inference: output bytes (manifest order) and what it cost."""
 
     outputs: list[bytes]
-    instructions: int
-    cycles: int | None  # None unless the core has the cycle model (Core.cycle_model)
+    instructions: int  # 0 for an untimed run
+    cycles: int | None  # None unless timed on a core with the cycle model (Core.cycle_model)
     layer_cycles: list[int]  # zeros when cycles is None
     layer_instructions: list[int]
     stack_bytes: int  # stack high-water mark of NAME_invoke (painted-region scan)
@@ -110,8 +110,13 @@ class Machine:
                                   f"{status - (1 << 32) if status >> 31 else status}")
 
     # ----------------------------------------------------------------------------- public API
-    def invoke(self, inputs: list[bytes]) -> InvokeResult:
-        """Run one inference on raw input bytes (one buffer per manifest input)."""
+    def invoke(self, inputs: list[bytes], timed: bool = True) -> InvokeResult:
+        """Run one inference on raw input bytes (one buffer per manifest input).
+
+        ``timed=False``: outputs only, several times faster (``BlockCounter.set_timed``):
+        instructions and cycles read 0, faults and the instruction budget still apply. Later
+        :meth:`call` s run in the same mode."""
+        self.set_timed(timed)
         specs = self.manifest.get("inputs", [])
         if len(inputs) != len(specs):
             raise ShapeError(f"firmware {self.elf.path.name} takes {len(specs)} input(s), "
@@ -130,7 +135,7 @@ class Machine:
         outputs = [bytes(uc.mem_read(self._arena + int(s["offset"]), int(s["bytes"])))
                    for s in self.manifest.get("outputs", [])]
         layer_cycles, layer_insns = self._attribute(stats)
-        with_cycles = self.core.cycle_model
+        with_cycles = self.core.cycle_model and timed
         return InvokeResult(
             outputs=outputs,
             instructions=stats.instructions,
@@ -159,8 +164,17 @@ class Machine:
         self.board.set_reg("sp", self._estack)
         self.board.set_reg("lr", TRAP | 1)
         stats = self._run(entry & ~1, TRAP, symbol, self.max_instructions)
-        return CallResult(self.board.reg("r0"), stats.cycles if self.core.cycle_model else None,
+        timed = self.core.cycle_model and self.timed
+        return CallResult(self.board.reg("r0"), stats.cycles if timed else None,
                           stats.instructions, self._stack_high_water(symbol))
+
+    def set_timed(self, timed: bool) -> None:
+        """Count instructions and cycles in what runs next (True) or run untimed (False)."""
+        self.board.counter.set_timed(timed)
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.board.counter.timed)
 
     def address(self, symbol: str) -> int:
         """Address of a firmware symbol (a one-line EdgennError if the ELF has none)."""
