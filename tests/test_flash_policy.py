@@ -3,6 +3,7 @@ faster and within the flash budget (edgenn/backends/cortexm/flash_policy.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -136,7 +137,9 @@ def test_compile_measures_its_trial_builds_within_4_gib_of_address_space(
               "from edgenn.cli.main import main\n"
               f"sys.exit(main(['compile', {str(VWW)!r}, '--target', 'cortex-m4', "
               f"'-o', {str(tmp_path / 'fw')!r}]))\n")
+    # why no trial cache: the point is that every trial build is emulated in this process
+    env = {**os.environ, "EDGENN_TRIAL_CACHE": "off"}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-500:]
     assert (tmp_path / "fw" / "build" / "model.elf").is_file()

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 
 from edgenn.backends.bench_report import BenchReport, BenchSettings
+from edgenn.backends.cortexm import trial_cache
 from edgenn.backends.cortexm.bench_report import cortexm_report
-from edgenn.backends.cortexm.build import build_project
+from edgenn.backends.cortexm.build import build_project, find_compiler
 from edgenn.backends.cortexm.codegen.project import (
     DEFAULT_NAME,
     DEFAULT_STACK_BYTES,
@@ -403,16 +404,20 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
     measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
 
+    def generate_in(directory: str | Path, plan: FlashPlan, settings: dict[str, Any],
+                    link_flash_kb: float | None) -> Any:
+        return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
+                        stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
+                        skip_configs=request.configs, widened_layers=plan.widened,
+                        compact_layers=plan.compact, flash_kb=link_flash_kb, **settings)
+
     def build_in(directory: str | Path | None, plan: FlashPlan, settings: dict[str, Any],
                  link_flash_kb: float | None = flash_kb) -> CortexMExecutable:
         tmp = None
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
-        project = generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
-                           stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
-                           skip_configs=request.configs, widened_layers=plan.widened,
-                           compact_layers=plan.compact, flash_kb=link_flash_kb, **settings)
+        project = generate_in(directory, plan, settings, link_flash_kb)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
         elf = build_project(project, archive=tmp is None, device=device, label=label)
         return CortexMExecutable(graph, c, project, elf, tmp)
@@ -423,16 +428,38 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         plan = FlashPlan(widened, compact_layers)
         # why the probe's flash: the policy measures builds larger than the device too (the
         # fast build, before it compacts); the device is checked on the final build below
-        exe = trial[plan] = build_in(None, plan, measured, PROBE_KB)
+        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
+        project = generate_in(tmp.name, plan, measured, PROBE_KB)
+        inputs = _bench_inputs(graph)
+        key = trial_cache.trial_key(project.out_dir, find_compiler(), inputs)
+        known = trial_cache.load(key) or {}
+        built: list[CortexMExecutable] = []
+
+        def build() -> CortexMExecutable:
+            if not built:
+                elf = build_project(project, archive=False, device=device, label=label)
+                built.append(CortexMExecutable(graph, c, project, elf, tmp))
+                trial[plan] = built[0]
+            return built[0]
 
         def layer_cycles() -> list[int]:
-            result = exe.emulate(*_bench_inputs(graph))
+            cached = known.get("layer_cycles")
+            if isinstance(cached, list):
+                return [int(v) for v in cached]
+            exe = build()
+            result = exe.emulate(*inputs)
             exe.release_emulator()
-            return [layer.cycles if layer.cycles is not None else layer.instructions
-                    for layer in result.layers]
+            cycles = [layer.cycles if layer.cycles is not None else layer.instructions
+                      for layer in result.layers]
+            trial_cache.store(key, flash, cycles)
+            return cycles
 
-        return Measured(exe.sizes()["flash"], LazyCycles(layer_cycles),
-                        [constant_bytes(k) for k in exe.project.calls])
+        cached_flash = known.get("flash_bytes")
+        flash = cached_flash if isinstance(cached_flash, int) else build().sizes()["flash"]
+        if cached_flash is None:
+            trial_cache.store(key, flash, None)
+        return Measured(flash, LazyCycles(layer_cycles),
+                        [constant_bytes(k) for k in project.calls])
 
     budget = _flash_budget(graph, device)
     plan = plan_widening(graph, c, measure, budget, widen, compact)
