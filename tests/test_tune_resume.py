@@ -110,7 +110,7 @@ def test_taken_over_claim_whose_result_landed_is_not_measured_again(tmp_path: Pa
     from tune_standin import SyntheticMeasurer, fake_space
 
     from edgenn.tune.claims import CLAIMS, RUNNING
-    from edgenn.tune.strategy import make_strategy
+    from edgenn.tune.strategies import make_strategy
     from edgenn.tune.tuner import LayerTuner, TrialResult
 
     db = TuningDatabase(f"sqlite:///{tmp_path / 'tune.db'}")
