@@ -36,7 +36,7 @@ demo: $(VENV)/.stamp-demo debs
 	$(VENV)/bin/edgenn demo
 
 test: $(VENV)/.stamp-test debs
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q --durations=15
 
 # PyTorch (CPU) for training SkipNets: the optional extra `train` (torch==2.13.0).
 train-deps: $(VENV)/.stamp-test

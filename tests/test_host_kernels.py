@@ -2,10 +2,12 @@
 
 Default tests: every variant (both instruction sets this machine runs: the best SIMD one
 and the portable scalar C) on small shapes chosen to hit every tail (ragged channels, rows
-that do not fill a tile, tiny planes, asymmetric padding), every distinct layer shape of the
-five test models at a reduced input size with the default configuration, random shapes,
-partition splits. The slow test runs every variant on every distinct layer shape of the
-five models at full ImageNet size.
+that do not fill a tile, tiny planes, asymmetric padding), each micro-kernel on two of them
+and each shape with every algorithm (the rest of that cross product is marked slow), every
+distinct layer shape of the five test models at a reduced input size with the default
+configuration, random shapes, partition splits. The slow tests run the whole small-shape
+cross product, and every variant on every distinct layer shape of the five models at full
+ImageNet size.
 """
 
 from __future__ import annotations
@@ -93,7 +95,30 @@ def _id(v: tuple[str, str, HostKernelConfig]) -> str:
     return f"{v[0]}-{v[2].label}-{v[1]}"
 
 
-@pytest.mark.parametrize("variant", _variants(), ids=_id)
+def _covering(variants: list[tuple[str, str, HostKernelConfig]]
+              ) -> list[tuple[str, str, HostKernelConfig]]:
+    """The default run's share of the sweep: every micro-kernel of every algorithm and
+    instruction set on its first two shapes (two tails each), and every shape with at least
+    one micro-kernel of every algorithm that takes it. Each variant is a C build of its own,
+    so the whole cross product (``-m slow``) costs most of this module's time."""
+    per_kernel: dict[tuple[str, str, str], int] = {}
+    shape_algorithms: set[tuple[str, str, str]] = set()
+    keep = []
+    for name, isa, cfg in variants:
+        kernel = (isa, cfg.algorithm, cfg.microkernel)
+        shape = (name, isa, cfg.algorithm)
+        if per_kernel.get(kernel, 0) < 2 or shape not in shape_algorithms:
+            keep.append((name, isa, cfg))
+        per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
+        shape_algorithms.add(shape)
+    return keep
+
+
+VARIANTS = _variants()
+COVERING = _covering(VARIANTS)
+
+
+@pytest.mark.parametrize("variant", COVERING, ids=_id)
 def test_every_variant_small_shapes(variant: tuple[str, str, HostKernelConfig]) -> None:
     name, _, cfg = variant
     c = SMALL[name]
@@ -101,11 +126,22 @@ def test_every_variant_small_shapes(variant: tuple[str, str, HostKernelConfig]) 
     assert_close(op.run(c.x), c.ref)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v not in COVERING], ids=_id)
+def test_every_variant_small_shapes_rest_of_the_sweep(
+        variant: tuple[str, str, HostKernelConfig]) -> None:
+    name, _, cfg = variant
+    c = SMALL[name]
+    assert_close(prepare(c.node, c.graph, cfg).run(c.x), c.ref)
+
+
 def test_every_algorithm_and_microkernel_is_covered() -> None:
-    seen = {(cfg.algorithm, cfg.microkernel) for _, _, cfg in _variants()}
     from edgenn.backends.host.kernels import KERNELS_FOR
 
-    assert seen == {(a, k) for a, ks in KERNELS_FOR.items() for k in ks}
+    wanted = {(a, k) for a, ks in KERNELS_FOR.items() for k in ks}
+    assert {(cfg.algorithm, cfg.microkernel) for _, _, cfg in COVERING} == wanted
+    assert {(n, i, cfg.algorithm) for n, i, cfg in COVERING} == \
+        {(n, i, cfg.algorithm) for n, i, cfg in VARIANTS}
 
 
 # -- model layers -------------------------------------------------------------------------------
