@@ -7,10 +7,20 @@ trace each figure to the file and the benchmark that wrote it.
 
 from __future__ import annotations
 
-from doc_sections import cortexm, fusion, host, robustness, svm_device, tuning, vta, zoo
+from doc_sections import (
+    cortexm,
+    fusion,
+    host,
+    robustness,
+    svm_device,
+    testsuite,
+    tuning,
+    vta,
+    zoo,
+)
 from doc_sections.common import Section
 
-MODULES = (fusion, cortexm, host, robustness, svm_device, tuning, vta, zoo)
+MODULES = (fusion, cortexm, host, robustness, svm_device, testsuite, tuning, vta, zoo)
 SECTIONS: dict[str, Section] = {s.name: s for mod in MODULES for s in mod.SECTIONS}
 
 __all__ = ["SECTIONS", "Section"]
