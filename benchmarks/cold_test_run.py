@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from edgenn.utils import atomic_write_bytes
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     slow.add_column("s", justify="right")
     slow.add_column("test")
     for row in doc["slowest"][:15]:
-        slow.add_row(f"{row['seconds']:.1f}", f"{row['test']} ({row['phase']})")
+        slow.add_row(f"{row['seconds']:.1f}", escape(f"{row['test']} ({row['phase']})"))
     console.print(slow)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(OUT, (json.dumps(with_version(doc), indent=1) + "\n").encode())

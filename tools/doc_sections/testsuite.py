@@ -12,7 +12,9 @@ def cold_run(doc: dict[str, Any]) -> str:
     slowest = doc["slowest"][0] if doc["slowest"] else None
     tail = (f"; the slowest test, `{slowest['test']}`, {slowest['seconds']:.0f} s"
             if slowest else "")
-    return (f"on {doc['date']}, from a fresh clone with an empty `~/.cache`, `make test` took "
+    verdict = "" if doc["returncode"] == 0 else "**the run failed**: "
+    return (f"{verdict}on {doc['date']}, from a fresh clone with an empty `~/.cache`, "
+            f"`make test` took "
             f"{doc['wall_seconds'] / 60:.1f} min in all (virtual environment included; pytest "
             f"{doc['pytest_seconds'] / 60:.1f} min: {counts}) on a {doc['cpus']}-CPU host at "
             f"load average {doc['load_before'][0]:.1f}, against a target of "
