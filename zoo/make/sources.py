@@ -52,6 +52,14 @@ ORIGINS: dict[str, tuple[str, str, str]] = {
         "made here (the definitions are Apache-2.0 TensorFlow code; the weights are random or "
         "trained by the script)",
         f"`{MAKE}` with TensorFlow 2.21 and tf_keras, seeded"),
+    "tflm_upstream": (
+        "TensorFlow Lite Micro's own micro_speech model, "
+        "https://github.com/tensorflow/tflite-micro "
+        "`tensorflow/lite/micro/examples/micro_speech/models/micro_speech_quantized.tflite` "
+        "(last changed in commit d5a83db0d0ccdef18e1c23b9f8a0c059209880fc; read at "
+        "90b983c2b3f1480642e040bbd2ddb37b998f3424)",
+        "Apache-2.0 (the repository's `LICENSE`: `LICENSES/tflite-micro.LICENSE`)",
+        "copied unchanged from the repository"),
     "keras": (
         "Keras definitions written here after the published architectures (MobileNetV2 "
         "inverted residuals, TC-ResNet, DS-CNN, openWakeWord-style classifier, LSTM mask "

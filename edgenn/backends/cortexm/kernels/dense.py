@@ -68,6 +68,10 @@ UNROLL_MIN, UNROLL_MAX = 12, 24
 # pair words per chunk that are safe whatever the weights: 128 * 128 * 508 < 2^23
 SAFE_CHUNK = 254
 HI_LIMIT = 1 << 23  # |dot of a hi row| must stay below this for (A - B) >> 8 to be exact
+# widened words per chunk of a one-pass layer widened chunk by chunk (``streamed``): its
+# scratch is then 4 * STREAM_WORDS bytes whatever the depth; the per-chunk cost (a widening
+# call, one asm block entry, the fold of the accumulators) is ~1% of a chunk's dot product
+STREAM_WORDS = SAFE_CHUNK
 
 
 def dense_pairs(depth: int) -> int:
@@ -320,6 +324,50 @@ def eval_row(base: str, r: int) -> int:
     return int(base) + r
 
 
+def streamed(cout: int, pairs: int) -> bool:
+    """True when the layer widens its input chunk by chunk (``_stream_code``): one pass of
+    rows reads each widened word once, so widening the whole input ahead (2 bytes of scratch
+    per input byte) buys nothing, and a deep layer's scratch would outgrow the network's
+    other buffers (a 4,000-deep keyword classifier: 8,000 B beside its 4,000 B input)."""
+    return len(row_groups(cout)) == 1 and pairs > STREAM_WORDS
+
+
+def _stream_code(rows: int, pairs: int, chunk: int, depth: int, cout: int,
+                 quant: _Quant) -> list[str]:
+    """C statements of a one-pass layer whose input is widened ``chunk`` words at a time into
+    the scratch: per chunk one dot block, its accumulators folded into running row sums (the
+    same wrap-around sums ``_group_code`` forms over its chunks), then the requantization."""
+    k = rows // 2
+    step_bytes = 2 * chunk  # input bytes per chunk: a widened word holds two input bytes
+    full = (pairs - 1) // chunk  # full chunks: the tail is never empty
+    tail_words, tail_bytes = pairs - full * chunk, depth - full * step_bytes
+    lo_shift, hi_shift = ("<< 1", 7) if quant.mode else ("", 8)
+
+    def fold(tag: str) -> list[str]:
+        return [f"        s{i}_lo += (uint32_t)b{i}{tag} {lo_shift}; "
+                f"s{i}_hi += (uint32_t)((int32_t)((uint32_t)a{i}{tag} - (uint32_t)b{i}{tag})"
+                f" >> {hi_shift});" for i in range(k)]
+
+    c = ["    {", "    uint32_t " + ", ".join(f"s{i}_lo = 0, s{i}_hi = 0" for i in range(k)) + ";",
+         "    const int8_t *ip = in;",
+         f"    for (int s = 0; s < {full}; s++, ip += {step_bytes}) {{",
+         f"        edgenn_fc_widen_s8_dsp(ip, xe, {step_bytes});",
+         "        const uint32_t *xp = xe;"]
+    c += ["    " + line for line in _dot_block(k, chunk, "_s", False)]
+    c += fold("_s") + ["    }", "    {",
+                        f"        edgenn_fc_widen_s8_dsp(ip, xe, {tail_bytes});",
+                        "        const uint32_t *xp = xe;"]
+    c += ["    " + line for line in _dot_block(k, tail_words, "_t", False)]
+    c += fold("_t") + ["    }"]
+    live = [r for r in range(rows) if r < cout]
+    c += [f"        const int32_t q{r} = @P@_bias[{r}];" for r in live]
+    for r in live:
+        acc = _add(f"(int32_t)s{r // 2}_{'hi' if r % 2 else 'lo'}", f"q{r}")
+        c.append(f"        {{ const int32_t acc_ = {acc}; {quant.store('acc_', str(r))} }}")
+    c.append("    }")
+    return c
+
+
 def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, int, int]:
     """(arrays, generated C, batch, depth, scratch bytes) of one layer."""
     layer = ref_layer(node, graph)
@@ -332,26 +380,34 @@ def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, 
     quant = _Quant(layer, w, bias, cout, cpad)
     bias_pad = np.zeros(cpad, np.int64)
     bias_pad[:cout] = 2 * bias if quant.mode else bias  # fast: doubled (|2 acc| < 2^31)
-    init = bias_in_accumulators(w, bias)
+    stream = streamed(cout, pairs)
+    # why not streamed: the biases in the accumulators would need a first chunk of its own
+    init = not stream and bias_in_accumulators(w, bias)
     chunk = pairs if init else dense_chunk(w)
+    if stream:
+        chunk = min(chunk, STREAM_WORDS)
     groups = row_groups(cout)
     full = sum(1 for g in groups if g == ROWS) * ROWS
     body: list[str] = [
         f"/* dense: {depth} -> {cout}, batch {batch}: {len(groups)} passes of <= {ROWS} rows, "
-        f"{-(-pairs // chunk)} chunk(s), bias {'in the accumulators' if init else 'added'}, "
+        f"{-(-pairs // chunk)} chunk(s){' widened one by one' if stream else ''}, "
+        f"bias {'in the accumulators' if init else 'added'}, "
         f"requant {'fast' if quant.mode else 'exact'} */",
         "static __attribute__((noinline)) void @P@_dense(const int8_t *in, int8_t *out, "
         "uint32_t *xe)",
         "{",
         f"    for (int n = 0; n < {batch}; n++, in += {depth}, out += {cout}) {{",
-        f"    edgenn_fc_widen_s8_dsp(in, xe, {depth});",
         "    const uint32_t *wp = @P@_w;",
         "    int8_t *o = out;",
     ]
-    if full:
+    if stream:
+        body += _stream_code(cpad, pairs, chunk, depth, cout, quant)
+    else:
+        body.insert(-2, f"    edgenn_fc_widen_s8_dsp(in, xe, {depth});")
+    if full and not stream:
         body.append(f"    for (int c = 0; c < {full}; c += {ROWS})")
         body += _group_code(ROWS, "c", pairs, chunk, None, quant, init)
-    if full < cpad:
+    if full < cpad and not stream:
         body += _group_code(cpad - full, str(full), pairs, chunk, cout, quant, init)
     body += ["    }", "}"]
     if init:
@@ -361,7 +417,7 @@ def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, 
     else:
         arrays = (CArray("w", "uint32_t", pack_dense_weights(w)),
                   CArray("bias", "int32_t", i32(bias_pad)), *quant.arrays)
-    return arrays, "\n".join(body) + "\n", batch, depth, 4 * pairs
+    return arrays, "\n".join(body) + "\n", batch, depth, 4 * (chunk if stream else pairs)
 
 
 class DenseFullyConnected:
