@@ -3,12 +3,13 @@
 For each .tflite file of tests/fixtures/, zoo/ and ../shared/models/mlperf_tiny/ (skipped when
 absent) that both runtimes run, the arena the generated Cortex-M4 firmware allocates (its
 tensors, each kernel's scratch and in-place layers: ``inspection.target_memory``, the number
-``inspect`` prints and the build's manifest holds, planned without building) is compared with
-the bytes TFLite Micro's recording allocator reports after one inference of the same file
-(``oracles.tflm.tflm_arena_bytes``). TFLite Micro's figure also holds its own records, so
-edgenn being smaller is the expected outcome, not a tautology: a kernel that keeps a scratch
-copy of a large tensor alive beside it (the FullyConnected that widened its whole 4,000-byte
-input into 8,000 B of int16 did, on TFLite Micro's own micro_speech model) fails it.
+``inspect`` prints, planned without building; the build's manifest holds the same unless the
+flash policy swaps a layer's kernel, and the last test builds the model that was above) is
+compared with the bytes TFLite Micro's recording allocator reports after one inference of the
+same file (``oracles.tflm.tflm_arena_bytes``). TFLite Micro's figure also holds its own
+records, so edgenn being smaller is the expected outcome, not a tautology: a kernel that keeps
+a scratch copy of a large tensor alive beside it (the FullyConnected that widened its whole
+4,000-byte input into 8,000 B of int16 did, on TFLite Micro's own micro_speech model) fails it.
 """
 
 from __future__ import annotations
