@@ -2,8 +2,9 @@
 
 Inner loop: the input is widened once per inference to int16 pairs in SXTB16 order (input
 word k = bytes b0 b1 b2 b3 gives the pairs (b0, b2), (b1, b3);
-``c/edgenn_fc_widen_s8_dsp.c``). Each weight word holds two output rows ("lo" row a, "hi"
-row b) for one input pair (e0, e1)::
+``c/edgenn_fc_widen_s8_dsp.c``), all at once into the scratch, or STREAM_WORDS words at a
+time for a deep layer of one pass (``streamed``: a scratch of fixed size). Each weight word
+holds two output rows ("lo" row a, "hi" row b) for one input pair (e0, e1)::
 
     byte0 = w[a][e0]   byte1 = w[b][e0] - (w[a][e0] < 0)
     byte2 = w[a][e1]   byte3 = w[b][e1] - (w[a][e1] < 0)
@@ -70,7 +71,8 @@ SAFE_CHUNK = 254
 HI_LIMIT = 1 << 23  # |dot of a hi row| must stay below this for (A - B) >> 8 to be exact
 # widened words per chunk of a one-pass layer widened chunk by chunk (``streamed``): its
 # scratch is then 4 * STREAM_WORDS bytes whatever the depth; the per-chunk cost (a widening
-# call, one asm block entry, the fold of the accumulators) is ~1% of a chunk's dot product
+# call, one asm block entry, the fold of the accumulators, no biases in the accumulators)
+# measured 2% of the layer's cycles on a 4,000 -> 4 layer
 STREAM_WORDS = SAFE_CHUNK
 
 
@@ -403,12 +405,12 @@ def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, 
     if stream:
         body += _stream_code(cpad, pairs, chunk, depth, cout, quant)
     else:
-        body.insert(-2, f"    edgenn_fc_widen_s8_dsp(in, xe, {depth});")
-    if full and not stream:
-        body.append(f"    for (int c = 0; c < {full}; c += {ROWS})")
-        body += _group_code(ROWS, "c", pairs, chunk, None, quant, init)
-    if full < cpad and not stream:
-        body += _group_code(cpad - full, str(full), pairs, chunk, cout, quant, init)
+        body.insert(-2, f"    edgenn_fc_widen_s8_dsp(in, xe, {depth});")  # the whole input
+        if full:
+            body.append(f"    for (int c = 0; c < {full}; c += {ROWS})")
+            body += _group_code(ROWS, "c", pairs, chunk, None, quant, init)
+        if full < cpad:
+            body += _group_code(cpad - full, str(full), pairs, chunk, cout, quant, init)
     body += ["    }", "}"]
     if init:
         arrays: tuple[CArray, ...] = (
