@@ -51,6 +51,18 @@ class MemberRows:
     in_zp: int
     windowed: bool  # False: member 0 reads the chain input in place
     win_off: int  # window offset in the scratch
+    g: int = 1  # output rows per kernel call
+    g_prev: int = 1  # rows the previous member delivers per call
+
+    @property
+    def need(self) -> int:
+        """Input rows of one call's window."""
+        return (self.g - 1) * self.sh + self.kh
+
+    @property
+    def cap(self) -> int:
+        """Window rows: one call's plus what the previous member's last call ran ahead."""
+        return self.need + self.g_prev - 1
 
 
 @dataclass(frozen=True)
@@ -60,14 +72,16 @@ class RowsPlan:
     scratch_bytes: int
 
 
-def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph) -> tuple[Node, Graph, int]:
-    """A one-output-row Conv2D of member ``m`` (input: its KH window rows)."""
+def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
+                    g: int) -> tuple[Node, Graph, int]:
+    """A ``g``-output-row Conv2D of member ``m`` (input: the rows of its window)."""
     pt, pl, pb, pr = (int(v) for v in m.attr("pads"))
     _, in_h, in_w, in_c = x.shape
     _, _, out_w, out_c = y.shape
     kh = graph.tensor(m.inputs[1]).shape[1]
-    vx = replace(x, name=f"{x.name}@win", shape=(1, kh, in_w, in_c))
-    vy = replace(y, name=f"{y.name}@row", shape=(1, 1, out_w, out_c))
+    sh = int(m.attr("strides")[0])
+    vx = replace(x, name=f"{x.name}@win", shape=(1, (g - 1) * sh + kh, in_w, in_c))
+    vy = replace(y, name=f"{y.name}@row", shape=(1, g, out_w, out_c))
     tensors = {vx.name: vx, vy.name: vy}
     for name in m.inputs[1:]:
         if name:
@@ -87,6 +101,7 @@ def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
     calls: list[KernelCall] = []
+    g_prev = 1
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
         y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
@@ -98,29 +113,36 @@ def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
         _, out_h, out_w, out_c = y.shape
         if (in_w * in_c) % 4 or (out_w * out_c) % 4:
             return None
+        # why 2 rows per call for a producer: its kernel's per-call set-up (per channel, for
+        # the depthwise-style 1-channel kernels) is then paid once per 2 rows; only where its
+        # consumer pulls its rows in order (stride 1) and the rows come in whole pairs
+        nxt = members[k + 1] if k + 1 < len(members) else None
+        g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
         try:
-            vn, vg, pt = _virtual_member(m, x, y, graph)
+            vn, vg, pt = _virtual_member(m, x, y, graph, g)
             call = select_kernel(vn, vg, core).prepare(vn, vg, core)
             in_zp = conv_params(vn, vg).in_zp
         except (EdgennError, ValueError, KeyError):
             return None
-        kh = vg.tensor(vn.inputs[0]).shape[1]
+        kh = graph.tensor(m.inputs[1]).shape[1]
         sh = int(m.attr("strides")[0])
         windowed = k > 0 or pt > 0 or (out_h - 1) * sh + kh > in_h
         rows.append(MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c,
-                               int(in_zp), windowed, 0))
+                               int(in_zp), windowed, 0, g, g_prev))
         calls.append(call)
+        g_prev = g
     off = _align16(max(c.scratch_bytes for c in calls))
     placed = []
     for r in rows:
         placed.append(replace(r, win_off=off))
         if r.windowed:
-            off += _align16(r.kh * r.in_row)
+            off += _align16(r.cap * r.in_row)
     return RowsPlan(tuple(placed), tuple(calls), off)
 
 
 def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
-    """C of member k: its output row ``oy`` into ``dst`` (window slid first)."""
+    """C of member k: its output rows ``oy`` .. ``oy + g - 1`` into ``dst`` (window slid
+    first)."""
     pre = f"@P@_m{k}"
     names = {a.name: f"{pre}_{a.name}" for a in call.arrays}
     stmt = call.call.format_map({
@@ -131,8 +153,10 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
         lines += [f"    const int8_t *win = s->in + oy * {r.sh * r.in_row};",
                   f"    {stmt}", "}"]
         return "\n".join(lines)
-    fill = ("@P@_copy(w, s->in + (j - {pt}) * {row}, {row});" if k == 0 else
-            f"@P@_row{k - 1}(s, j - {r.pad_t}, w);").format(pt=r.pad_t, row=r.in_row)
+    fill = (f"@P@_copy(w, s->in + (j - {r.pad_t}) * {r.in_row}, {r.in_row});\n"
+            "            n++;" if k == 0 else
+            f"@P@_row{k - 1}(s, j - {r.pad_t}, w);\n"
+            f"            n += {r.g_prev};")
     lines += [
         f"    int8_t *win = s->scr + {r.win_off};",
         f"    const int j0 = oy * {r.sh};",
@@ -145,11 +169,12 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
         "        n -= drop;",
         "    }",
         "    lo = j0;",
-        f"    for (; n < {r.kh}; n++) {{",
+        f"    while (n < {r.need}) {{",
         "        const int j = lo + n;",
         f"        int8_t *w = win + n * {r.in_row};",
         f"        if (j < {r.pad_t} || j >= {r.pad_t + r.in_h}) {{",
         f"            @P@_fill(w, {r.in_zp}, {r.in_row});",
+        "            n++;",
         "        } else {",
         f"            {fill}",
         "        }",
@@ -219,7 +244,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "        s.lo[k] = 0;",
         "        s.n[k] = 0;",
         "    }",
-        f"    for (int oy = 0; oy < {last.out_h}; oy++) {{",
+        f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
         f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
         "    }",
         "}",
