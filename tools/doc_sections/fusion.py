@@ -59,7 +59,8 @@ def variants(doc: dict[str, Any]) -> str:
                 "CMSIS-NN / (d)", "RAM (a)", "RAM (d)", "flash (a)", "flash (d)"], rows), "",
         f"- on A, B and C, (d) takes {_more_fewer(slower)} cycles than (a) and needs "
         f"{span(ram, '%')} less RAM"
-        + (f"; {', '.join(more_ram)} need more RAM fused than layer by layer"
+        + (f"; {', '.join(more_ram)} {'needs' if len(more_ram) == 1 else 'need'} more RAM "
+           "fused than layer by layer"
            if more_ram else "") + ";",
         f"- (b) takes {span(b_vs_c, '%')} more cycles than (c): the hoisting is what pays.",
     ]
