@@ -58,7 +58,7 @@ def measure(model: str) -> dict[str, Any]:
         graph = g if variant is None or not chains else apply_fusion(g, chains, variant)
         r = compile_model(graph, target="cortex-m4").bench(x)
         row[key] = {"cycles": r.total_cycles, "arena_bytes": r.arena_bytes,
-                    "kernels": [layer.kernel for layer in r.layers]}
+                    "flash_bytes": r.flash_bytes, "kernels": [layer.kernel for layer in r.layers]}
     if model in CMSIS_NN:
         row["cmsis_nn"] = {"cycles": CMSIS_NN[model][0], "arena_bytes": CMSIS_NN[model][1]}
     return row

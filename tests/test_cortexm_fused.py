@@ -198,3 +198,36 @@ def test_emulator_random_chains_match_reference() -> None:
         for variant in VARIANTS:
             got = compile_model(fused(g, variant), target="cortex-m4").run(x)[0]
             np.testing.assert_array_equal(np.asarray(got), want, err_msg=f"{case} {variant}")
+
+
+# chains whose rows are word multiples: ring_hoisted_pair runs the per-layer kernels over row
+# windows (kernels/fused_rows.py): top/bottom padding rows, strides, a depthwise member
+ROW_CHAINS: list[tuple[tuple[int, int], int, list[Member]]] = [
+    ((12, 12), 4, [(8, (3, 3), (1, 1), P1, R, False), (8, (3, 3), (2, 2), P1, N6, False),
+                   (16, (1, 1), (1, 1), P0, NO, False)]),
+    ((14, 14), 2, [(8, (3, 3), (2, 2), (0, 0, 1, 1), R, False),
+                   (8, (3, 3), (1, 1), P1, R, True), (16, (1, 1), (1, 1), P0, R, False)]),
+    ((10, 8), 1, [(4, (5, 3), (1, 2), (2, 1, 2, 1), R, False),
+                  (8, (3, 3), (1, 1), (2, 0, 1, 2), NO, False)]),
+]
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(ROW_CHAINS)))
+def test_emulator_row_window_chains_match_reference(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = ROW_CHAINS[case]
+    rng = np.random.default_rng(500 + case)
+    g = chain_graph(rng, hw, cin, members)
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    x[0] = -128
+    want = compile_ref(g).run(x)[0]
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    assert plan_rows(node, fg, get_core("cortex-m4")) is not None
+    got = compile_model(fg, target="cortex-m4").run(x)[0]
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -24,6 +24,15 @@ def _src(name: str) -> str:
     return f"`benchmarks/results/fusion_variants.json`, `benchmarks/{name}.py`"
 
 
+def _more_fewer(change: list[float]) -> str:
+    """'1.7-3.0% more' / '2-5% fewer' / 'between 1% fewer and 2% more' for percent changes."""
+    if min(change) >= 0:
+        return f"{span(change, '%')} more"
+    if max(change) < 0:
+        return f"{span([-c for c in change], '%')} fewer"
+    return f"between {-min(change):.1f}% fewer and {max(change):.1f}% more"
+
+
 def variants(doc: dict[str, Any]) -> str:
     rows = []
     for r in doc["results"]:
@@ -31,7 +40,8 @@ def variants(doc: dict[str, Any]) -> str:
         cm = (r.get("cmsis_nn") or {}).get("cycles")
         rows.append([_label(r["model"]), n(cm), *(n(cyc[k]) for k in VARIANTS),
                      pct(cyc["d"] / cyc["a"]), f"{cm / cyc['d']:.2f}x" if cm else "-",
-                     n(r["a"]["arena_bytes"]), n(r["d"]["arena_bytes"])])
+                     n(r["a"]["arena_bytes"]), n(r["d"]["arena_bytes"]),
+                     n(r["a"].get("flash_bytes")), n(r["d"].get("flash_bytes"))])
     shared = [r for r in doc["results"] if r["model"] in SHARED]
     slower = [100 * (r["d"]["cycles"] / r["a"]["cycles"] - 1) for r in shared]
     ram = [100 * (1 - r["d"]["arena_bytes"] / r["a"]["arena_bytes"]) for r in shared]
@@ -46,10 +56,11 @@ def variants(doc: dict[str, Any]) -> str:
         "arena in bytes (tensors, kernel scratch and rings). CMSIS-NN: its layer-by-layer "
         "figures recorded under the same cycle rules (`docs/cycle_model.md`).", "",
         *table(["model", "CMSIS-NN", "(a)", "(b)", "(c)", "(d)", "(d) vs (a)",
-                "CMSIS-NN / (d)", "RAM (a)", "RAM (d)"], rows), "",
-        f"- on A, B and C, (d) takes {span(slower, '%')} more cycles than (a) and needs "
+                "CMSIS-NN / (d)", "RAM (a)", "RAM (d)", "flash (a)", "flash (d)"], rows), "",
+        f"- on A, B and C, (d) takes {_more_fewer(slower)} cycles than (a) and needs "
         f"{span(ram, '%')} less RAM"
-        + (f"; {', '.join(more_ram)} need more RAM fused than layer by layer"
+        + (f"; {', '.join(more_ram)} {'needs' if len(more_ram) == 1 else 'need'} more RAM "
+           "fused than layer by layer"
            if more_ram else "") + ";",
         f"- (b) takes {span(b_vs_c, '%')} more cycles than (c): the hoisting is what pays.",
     ]
@@ -87,10 +98,13 @@ def summary(doc: dict[str, Any]) -> str:
     cm_text = (f"{min(cm):.1f}x" if f"{min(cm):.1f}" == f"{max(cm):.1f}"
                else f"{min(cm):.1f}-{max(cm):.1f}x")
     slower = [100 * (by[m]["d"]["cycles"] / by[m]["a"]["cycles"] - 1) for m in SHARED]
+    verdict = ("so fusion trades cycles for RAM" if min(slower) > 0 else
+               "so fusion saves RAM and cycles" if max(slower) < 0 else
+               "so fusion saves RAM at about the same cycles")
     return (f"on the shared models A and B, {span(ram, '%')} less RAM than layer by layer, "
-            f"CMSIS-NN takes {cm_text} the cycles; the unfused build (per-layer kernels with "
-            f"int8 weights) is faster still: the fused one takes {span(slower, '%')} more "
-            f"cycles on A, B and C, so fusion trades cycles for RAM ({_src('fusion_variants')})")
+            f"CMSIS-NN takes {cm_text} the cycles; against the unfused build (the same "
+            f"per-layer kernels, int8 weights) the fused one takes {_more_fewer(slower)} "
+            f"cycles on A, B and C, {verdict} ({_src('fusion_variants')})")
 
 
 SECTIONS = (

@@ -35,6 +35,7 @@ from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode, quant_records
 from edgenn.backends.cortexm.kernels.fast_conv1ch import pack_conv1ch_weights, tap_pairs
+from edgenn.backends.cortexm.kernels.fused_rows import plan_rows, rows_call
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node, Tensor
@@ -209,9 +210,15 @@ class FusedChainKernel:
         return x.dtype is DType.INT8 and y.dtype is DType.INT8
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        plan = plan_chain(node, graph)
         variant = str(node.attr("variant", "ring_hoisted_pair"))
         names = ",".join(m.name for m in node.attr("members"))
+        if variant == "ring_hoisted_pair" and core.has_dsp:
+            # the per-layer kernels over row windows (fused_rows.py); the ring kernel below
+            # stays for the ablation variants and for rows that are not word multiples
+            rows = plan_rows(node, graph, core)
+            if rows is not None:
+                return rows_call(rows, variant, names)
+        plan = plan_chain(node, graph)
         return KernelCall(
             call="edgenn_fused_chain_s8_dsp({in0}, {out0}, {scratch}, {meta}, {w}, {quant});",
             sources=("edgenn_fused_chain_s8_dsp.c",),
