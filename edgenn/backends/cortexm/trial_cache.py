@@ -1,6 +1,6 @@
 """Measured trial builds of the flash policy, kept by the content hash of what was measured.
 
-The flash policy (``flash_policy.plan_widening``) builds and emulates trial firmwares to learn
+The flash policy (``flash_policy.plan_code_size``) builds and emulates trial firmwares to learn
 their flash and per-layer cycles. Both follow from the generated project alone: the ELF from
 its files, the flags and the compiler; the cycles from the ELF, the seeded bench inputs and the
 emulator's cycle model. So a compile of a model that was compiled before (another test of the
