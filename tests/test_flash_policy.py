@@ -101,6 +101,30 @@ def test_compact_prefix_compacts_the_cheapest_layers_until_the_build_fits() -> N
     assert compact_prefix(base, compacted, 1000, measure_prefix) == {0, 1, 2, 3, 4}
 
 
+def test_compact_prefix_builds_the_predicted_prefix_and_its_neighbour_first() -> None:
+    # five layers; compact code costs layer i (4 - i) * 10 cycles; layer i's own code shrinks
+    # by 100 bytes, and compact code adds 20 shared bytes once (no layer owns them)
+    base = Measured(1500, [100] * 5, [200] * 5)
+    compacted = Measured(1020, [100 + (4 - i) * 10 for i in range(5)], [100] * 5)
+    probes: list[frozenset[int]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 + 20 - 100 * len(layers), [0] * 5)
+
+    assert compact_prefix(base, compacted, 1320, measure_prefix) == {4, 3}
+    assert probes == [{4, 3}, {4}]  # the prediction, then one layer fewer: settled
+    probes.clear()
+    # a prediction that is wrong (the shared bytes are twice what the builds show): the
+    # bisection of what is left still finds the shortest prefix that fits
+    def measure_more(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 + 60 - 100 * len(layers), [0] * 5)
+
+    assert compact_prefix(base, compacted, 1320, measure_more) == {4, 3, 2}
+    assert len(probes) <= 3
+
+
 VWW = Path(__file__).resolve().parents[2] / "shared" / "models" / "mlperf_tiny" / \
     "vww_96_int8.tflite"
 

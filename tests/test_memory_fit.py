@@ -28,7 +28,7 @@ from edgenn.backends.cortexm.fit import (
     kib_to_fit,
     probe_script,
 )
-from edgenn.backends.cortexm.flash_policy import LazyCycles, Measured, plan_code_size
+from edgenn.backends.cortexm.flash_policy import LazySequence, Measured, plan_code_size
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite
@@ -111,7 +111,8 @@ def test_a_build_that_fits_is_not_emulated() -> None:
         raise AssertionError("emulated")
 
     graph = Graph("empty", {}, [], (), ())
-    assert plan_code_size(graph, lambda c: Measured(1000, LazyCycles(never)), 2000) == set()
+    fits = Measured(1000, LazySequence(never), LazySequence(never))
+    assert plan_code_size(graph, lambda c: fits, 2000) == set()
 
 
 # ------------------------------------------------------------------------------ with a build

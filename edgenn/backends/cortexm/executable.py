@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from edgenn.backends.cortexm.fit import (
     elf_usage,
 )
 from edgenn.backends.cortexm.flash_policy import (
-    LazyCycles,
+    LazySequence,
     Measured,
     default_budget_bytes,
     plan_code_size,
@@ -405,6 +405,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     label = f"graph {graph.name!r}: the firmware"
 
     final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
+    prepared: dict[tuple[int, bool], Any] = {}  # kernel calls, shared by every build below
     measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
 
     def generate_in(directory: str | Path, compact_layers: frozenset[int],
@@ -412,7 +413,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
                         stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
                         skip_configs=request.configs, compact_layers=compact_layers,
-                        flash_kb=link_flash_kb, **settings)
+                        flash_kb=link_flash_kb, prepared=prepared, **settings)
 
     def build_in(directory: str | Path | None, compact_layers: frozenset[int],
                  settings: dict[str, Any],
@@ -429,72 +430,92 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     budget = _flash_budget(graph, device)
     trial: dict[frozenset[int], CortexMExecutable] = {}
 
-    def fast_within_budget(directory: str | Path) -> CortexMExecutable | None:
-        """The fast build in ``directory`` when it links and its flash is within the budget,
-        else None (the policy then measures trials; a build that does not fit the device is a
-        FitError later). A fast build known to exceed the budget (the trial cache, keyed by
-        this project's content) is not built again."""
-        project = generate_in(directory, frozenset(), final, flash_kb)
-        key = None
-        if trial_cache.cache_dir() is not None:
-            key = trial_cache.trial_key(project.out_dir, find_compiler(), [])
-            known = (trial_cache.load(key) or {}).get("flash_bytes")
-            if isinstance(known, int) and known > budget:
-                return None
-        try:
-            elf = build_project(project, archive=True, device=device, label=label)
-        except FitError:
-            return None
-        exe = CortexMExecutable(graph, c, project, elf, None)
-        flash = exe.sizes()["flash"]
-        if flash > budget:
-            if key is not None:
-                trial_cache.store(key, flash, None)
-            return None
-        return exe
-
-    def measure(compact_layers: frozenset[int]) -> Measured:
-        # why the probe's flash: the policy measures builds larger than the device too (the
-        # fast build, before it compacts); the device is checked on the final build below
-        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
-        project = generate_in(tmp.name, compact_layers, measured, PROBE_KB)
+    def measured_build(project: Project, build: Callable[[], CortexMExecutable]) -> Measured:
+        """The figures of ``project`` (built by ``build`` when a figure is not in the trial
+        cache, once): flash now, per-layer cycles and flash when first read."""
         inputs = _bench_inputs(graph)
         key = trial_cache.trial_key(project.out_dir, find_compiler(), inputs)
         known = trial_cache.load(key) or {}
         built: list[CortexMExecutable] = []
 
-        def build() -> CortexMExecutable:
+        def exe() -> CortexMExecutable:
             if not built:
-                elf = build_project(project, archive=False, device=device, label=label)
-                built.append(CortexMExecutable(graph, c, project, elf, tmp))
-                trial[compact_layers] = built[0]
+                built.append(build())
             return built[0]
+
+        def remember() -> None:
+            cycles, layers = known.get("layer_cycles"), known.get("layer_flash")
+            trial_cache.store(key, flash, cycles if isinstance(cycles, list) else None,
+                              layers if isinstance(layers, list) else None)
 
         def layer_cycles() -> list[int]:
             cached = known.get("layer_cycles")
             if isinstance(cached, list):
                 return [int(v) for v in cached]
-            exe = build()
-            result = exe.emulate(*inputs)
-            exe.release_emulator()
+            result = exe().emulate(*inputs)
+            exe().release_emulator()
             cycles = [layer.cycles if layer.cycles is not None else layer.instructions
                       for layer in result.layers]
-            trial_cache.store(key, flash, cycles)
+            known["layer_cycles"] = cycles
+            remember()
             return cycles
 
-        cached_flash = known.get("flash_bytes")
-        flash = cached_flash if isinstance(cached_flash, int) else build().sizes()["flash"]
-        if cached_flash is None:
-            trial_cache.store(key, flash, None)
-        return Measured(flash, LazyCycles(layer_cycles))
+        def layer_flash() -> list[int]:
+            cached = known.get("layer_flash")
+            if isinstance(cached, list):
+                return [int(v) for v in cached]
+            known["layer_flash"] = layers = exe().flash_map().layers
+            remember()
+            return layers
 
-    exe = None
+        cached_flash = known.get("flash_bytes")
+        flash = cached_flash if isinstance(cached_flash, int) else exe().sizes()["flash"]
+        if cached_flash is None:
+            remember()
+        return Measured(flash, LazySequence(layer_cycles), LazySequence(layer_flash))
+
+    def measure(compact_layers: frozenset[int]) -> Measured:
+        """A trial build: a temporary folder, the measured settings."""
+        # why the probe's flash: the policy measures builds larger than the device too (the
+        # fast build, before it compacts); the device is checked on the final build below
+        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
+        project = generate_in(tmp.name, compact_layers, measured, PROBE_KB)
+
+        def build() -> CortexMExecutable:
+            elf = build_project(project, archive=False, device=device, label=label)
+            trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
+            return trial[compact_layers]
+
+        return measured_build(project, build)
+
+    def fast_in_place(directory: str | Path) -> tuple[CortexMExecutable | None, Measured | None]:
+        """The fast build in ``directory`` with the final settings, when it links and its
+        flash is within the budget; else its figures (None when it does not fit the device):
+        the policy's measurement of the fast build."""
+        project = generate_in(directory, frozenset(), final, flash_kb)
+        made: list[CortexMExecutable] = []
+
+        def build() -> CortexMExecutable:
+            elf = build_project(project, archive=True, device=device, label=label)
+            made.append(CortexMExecutable(graph, c, project, elf, None))
+            return made[0]
+
+        try:
+            fast = measured_build(project, build)
+            if fast.flash_bytes > budget:
+                return None, fast
+            return (made[0] if made else build()), None
+        except FitError:
+            return None, None
+
+    exe, fast = None, None
     if compact is None and out_dir is not None and final == measured:
         # why the final build first: a fast build within the budget is the policy's answer
-        # (it measures nothing else then), so a trial build of the same code would be wasted
-        exe = fast_within_budget(out_dir)
+        # (it measures nothing else then), so a trial build of the same code would be wasted;
+        # over the budget, its figures are the policy's measurement of the fast build
+        exe, fast = fast_in_place(out_dir)
     if exe is None:
-        compact_layers = plan_code_size(graph, measure, budget, compact)
+        compact_layers = plan_code_size(graph, measure, budget, compact, fast)
         reuse = out_dir is None and final == measured and compact_layers in trial
         # why reuse only then: a trial is a temporary folder with the measured settings
         exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)

@@ -11,7 +11,8 @@ functions taking the shape as arguments). Which form each layer gets is measured
    final build then reports the overflow);
 3. else compact only as many layers as the build needs to fit, those where compact code costs
    the fewest cycles first (:func:`compact_prefix`: per-layer cycles of builds 1 and 2, then
-   a bisection over builds).
+   builds of prefixes of that order: first the one the per-layer flash of builds 1 and 2
+   predicts and its neighbour, then a bisection over what is left, if anything).
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ def constant_bytes(call: KernelCall) -> int:
     return sum(int(a.values.nbytes) for a in call.arrays)
 
 
-class LazyCycles(Sequence[int]):
-    """Per-layer cycles measured only when first read: the policy needs a build's flash
-    always but its cycles only when it compacts part of the model, and an emulated inference
-    of a large model costs far more than its build."""
+class LazySequence(Sequence[int]):
+    """Per-layer figures measured only when first read: the policy needs a build's flash
+    always but its per-layer cycles (an emulated inference, which for a large model costs
+    far more than its build) and flash only when it compacts part of the model."""
 
     def __init__(self, measure: Callable[[], Sequence[int]]) -> None:
         self._measure = measure
@@ -70,10 +71,28 @@ class LazyCycles(Sequence[int]):
 
 @dataclass(frozen=True)
 class Measured:
-    """One candidate build: its flash and per-layer cycles."""
+    """One candidate build: its flash, per-layer cycles and per-layer flash (the layer's own
+    symbols, ``emulator.flashmap``; empty when unknown)."""
 
     flash_bytes: int
     layer_cycles: Sequence[int]
+    layer_flash: Sequence[int] = ()
+
+
+def predicted_prefix(base: Measured, compacted: Measured, order: Sequence[int],
+                     budget: int) -> int | None:
+    """The shortest prefix of ``order`` whose build the per-layer flash predicts to fit: each
+    layer's own bytes from the fast or the compact build, plus the compact build's bytes no
+    layer owns (shared kernels, runtime). None when the per-layer flash is unknown."""
+    n = len(order)
+    if len(base.layer_flash) != n or len(compacted.layer_flash) != n:
+        return None
+    flash = compacted.flash_bytes - sum(compacted.layer_flash) + sum(base.layer_flash)
+    for k, i in enumerate(order[:-1], start=1):
+        flash += compacted.layer_flash[i] - base.layer_flash[i]
+        if flash <= budget:
+            return k
+    return n
 
 
 def compact_prefix(base: Measured, compacted: Measured, budget: int,
@@ -82,15 +101,31 @@ def compact_prefix(base: Measured, compacted: Measured, budget: int,
 
     ``base`` is the all-fast build, ``compacted`` the all-compact one (which fits). Layers are
     ordered by the cycles compact code costs them (measured, per layer); the shortest prefix of
-    that order whose build fits is found by bisection over builds (``measure_prefix``), since
-    a layer's share of flash is not fully visible per layer (gcc inlines and shares code).
+    that order whose build fits is found by builds (``measure_prefix``), since a layer's share
+    of flash is not fully visible per layer (gcc inlines and shares code): the predicted
+    prefix (:func:`predicted_prefix`) and its neighbour first, which settle it when the
+    prediction is right, then a bisection of the rest.
     """
     n = len(base.layer_cycles)
     order = sorted(range(n), key=lambda i: (compacted.layer_cycles[i] - base.layer_cycles[i], i))
     lo, hi = 0, n  # invariant: prefix hi fits (the all-compact build), prefix lo does not
+
+    def fits(k: int) -> bool:
+        return measure_prefix(frozenset(order[:k])).flash_bytes <= budget
+
+    guess = predicted_prefix(base, compacted, order, budget)
+    if guess is not None and lo < guess < hi:
+        if fits(guess):
+            hi = guess
+            if hi - 1 > lo:
+                hi, lo = (hi - 1, lo) if fits(hi - 1) else (hi, hi - 1)
+        else:
+            lo = guess
+            if lo + 1 < hi:
+                hi, lo = (lo + 1, lo) if fits(lo + 1) else (hi, lo + 1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if measure_prefix(frozenset(order[:mid])).flash_bytes <= budget:
+        if fits(mid):
             hi = mid
         else:
             lo = mid
@@ -98,15 +133,17 @@ def compact_prefix(base: Measured, compacted: Measured, budget: int,
 
 
 def plan_code_size(graph: Graph, measure: Callable[[frozenset[int]], Measured],
-                   budget_bytes: int | None, compact: bool | None = None) -> frozenset[int]:
+                   budget_bytes: int | None, compact: bool | None = None,
+                   fast: Measured | None = None) -> frozenset[int]:
     """The layers whose code is generated compact (``measure`` builds and benches a choice of
-    compact layers). ``compact`` True / False forces the form of every layer and measures
-    nothing; None lets the budget decide (default: :func:`default_budget_bytes`)."""
+    compact layers; ``fast``: the all-fast build when already measured). ``compact`` True /
+    False forces the form of every layer and measures nothing; None lets the budget decide
+    (default: :func:`default_budget_bytes`)."""
     everyone = frozenset(range(len(graph.nodes)))
     if compact is not None:
         return everyone if compact else frozenset()
     budget = default_budget_bytes(graph) if budget_bytes is None else budget_bytes
-    base = measure(frozenset())
+    base = measure(frozenset()) if fast is None else fast
     if base.flash_bytes <= budget:
         return frozenset()
     compacted = measure(everyone)

@@ -80,7 +80,8 @@ def trial_key(project_dir: Path, compiler: str, inputs: Sequence[np.ndarray]) ->
 
 
 def load(key: str) -> dict[str, object] | None:
-    """The entry of ``key`` (``flash_bytes``, and ``layer_cycles`` once measured), or None."""
+    """The entry of ``key`` (``flash_bytes``, and ``layer_cycles`` / ``layer_flash`` once
+    measured), or None."""
     folder = cache_dir()
     if folder is None:
         return None
@@ -92,7 +93,8 @@ def load(key: str) -> dict[str, object] | None:
         else None
 
 
-def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None) -> None:
+def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None,
+          layer_flash: Sequence[int] | None = None) -> None:
     """Record a trial's figures (a cache that cannot be written is skipped silently: it only
     saves time)."""
     folder = cache_dir()
@@ -100,6 +102,8 @@ def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None) -> Non
         return
     entry = {"flash_bytes": int(flash_bytes),
              "layer_cycles": None if layer_cycles is None else [int(c) for c in layer_cycles]}
+    if layer_flash is not None:
+        entry["layer_flash"] = [int(b) for b in layer_flash]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(folder / f"{key}.json", json.dumps(entry).encode())

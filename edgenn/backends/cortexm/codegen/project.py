@@ -143,7 +143,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              compact_layers: frozenset[int] = frozenset(),
              name: str = DEFAULT_NAME, board: str = GENERIC_BOARD,
              library_only: bool = False, arena: str = "static",
-             flash_kb: float | None = None) -> Project:
+             flash_kb: float | None = None,
+             prepared: dict[tuple[int, bool], KernelCall] | None = None) -> Project:
     """Write the library ``name`` for ``graph`` on ``core`` (and, unless ``library_only``, the
     application for ``board``) into ``out_dir`` (created if needed).
 
@@ -158,7 +159,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     image against them (``build.build_project``: one-line ``fit.FitError``). A library-only
     folder is not linked: FitError here when its arena plus the stack exceeds ``ram_kb``.
     ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``;
-    chosen by ``flash_policy``).
+    chosen by ``flash_policy``). ``prepared``: the kernel calls of earlier projects of the same
+    graph and core, by (node index, compact), reused and extended (the flash policy's trial
+    builds differ only in which layers are compact).
     """
     check_identifier(name)
     if arena not in ARENA_KINDS:
@@ -171,10 +174,14 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     graph.validate()
     if ram_kb is None:
         ram_kb = board_spec.ram_kb if board_spec is not None else core.ram_kb
+    prepared = {} if prepared is None else prepared
     calls = []
     for i, n in enumerate(graph.nodes):
-        with compact_code(i in compact_layers):
-            calls.append(select_kernel(n, graph, core).prepare(n, graph, core))
+        form = (i, i in compact_layers)
+        if form not in prepared:
+            with compact_code(form[1]):
+                prepared[form] = select_kernel(n, graph, core).prepare(n, graph, core)
+        calls.append(prepared[form])
     skip = None
     if blocks and graph.state:
         raise UnsupportedOperatorError(f"graph {graph.name!r}: skippable blocks in a model "
