@@ -82,7 +82,7 @@ def build(graph: Graph, out_dir: Path, ram_kb: int = 8192) -> tuple[Path, dict[s
     """(the sanitized host executable, the manifest) of ``graph``'s cortex-m0plus library,
     built in ``out_dir``."""
     compile_cortexm(graph, "cortex-m0plus", out_dir=out_dir, name=NAME, library_only=True,
-                    ram_kb=ram_kb, widen="none", arena="external")
+                    ram_kb=ram_kb, arena="external")
     manifest = json.loads((out_dir / "manifest.json").read_text())
     _run(["make", "-s", "clean"], out_dir)  # why: compile left Arm objects here
     jobs = str(max(1, min(4, os.cpu_count() or 1)))

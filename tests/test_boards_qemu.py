@@ -289,7 +289,7 @@ def test_executable_emulator_choice() -> None:
         compile_model(graph, "cortex-m4", emulator="qemu")
     with pytest.raises(EdgennError, match="unknown emulator 'renode'"):
         compile_model(graph, "cortex-m4", emulator="renode", board="mps2-an386")
-    exe = compile_model(graph, "cortex-m4", board="netduinoplus2", widen="none")
+    exe = compile_model(graph, "cortex-m4", board="netduinoplus2")
     assert exe.emulator == "qemu"  # a real board's default
     with pytest.raises(EdgennError, match="bench counts cycles in edgenn's emulator"):
         exe.bench(*random_inputs(graph))

@@ -186,7 +186,7 @@ def test_emulator_matches_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     for c in CASES:
         g = conv_graph(rng, c)
-        exe = compile_cortexm(g, "cortex-m4", widen="none")
+        exe = compile_cortexm(g, "cortex-m4")
         assert [str(m["kernel"]) for m in exe.manifest["layers"]] == [KERNEL.name]
         x = rng.integers(-128, 128, size=(2, *c.hw, c.cin)).astype(np.int8)
         x[1] = -128  # the extreme input (every padding tap differs from it but in_zp -128)
@@ -219,7 +219,7 @@ def test_emulator_compact_matches_reference(monkeypatch: pytest.MonkeyPatch) -> 
     for i in (0, 2, 4, 5, 7, 10, 14):
         c = CASES[i]
         g = conv_graph(rng, c)
-        exe = executable.compile_cortexm(g, "cortex-m4", widen="none", compact=True)
+        exe = executable.compile_cortexm(g, "cortex-m4", compact=True)
         assert exe.manifest["compact_layers"] == [0]
         x = rng.integers(-128, 128, size=(2, *c.hw, c.cin)).astype(np.int8)
         x[1] = -128

@@ -241,7 +241,7 @@ def _emulated(g: Graph, x: np.ndarray) -> np.ndarray:
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    exe = compile_model(g, target="cortex-m4", widen="none")
+    exe = compile_model(g, target="cortex-m4")
     assert [m["kernel"] for m in exe.manifest["layers"]] == [KERNEL.name]
     return np.asarray(exe.run(x)[0])
 

@@ -233,7 +233,7 @@ def _emulated(g: Graph, x: np.ndarray) -> np.ndarray:
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    exe = compile_model(g, target="cortex-m4", widen="none")
+    exe = compile_model(g, target="cortex-m4")
     assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["edgenn_dwconv_s8_gen_dsp"]
     return np.asarray(exe.run(x)[0])
 
@@ -262,7 +262,7 @@ def test_emulator_dwsep_model_matches_reference() -> None:
     perm = g.external_perm.get(name) if g.external_perm else None
     if perm is not None:
         x = np.ascontiguousarray(x.transpose(perm))
-    exe = compile_model(g, target="cortex-m4", widen="none")
+    exe = compile_model(g, target="cortex-m4")
     assert "edgenn_dwconv_s8_gen_dsp" in {str(m["kernel"]) for m in exe.manifest["layers"]}
     for a, b in zip(exe.run(x), compile_ref(g).run(x), strict=True):
         np.testing.assert_array_equal(np.asarray(a), b)
@@ -324,6 +324,6 @@ def test_emulator_compact_code() -> None:
     for hw, c, k, strides, pads, dil in (ASM_SHAPES[4], ASM_SHAPES[8]):
         g = dw_graph(rng, hw, c, k, strides, pads, Activation.RELU, out_zp=-128, dil=dil)
         x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
-        exe = compile_cortexm(g, "cortex-m4", widen="none", compact=True)
+        exe = compile_cortexm(g, "cortex-m4", compact=True)
         assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["edgenn_dwconv_s8_gen_dsp"]
         np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])

@@ -7,9 +7,9 @@ channels) -> depthwise (3x3/5x5/1x7/7x1, stride 1/2, multiplier 1/2) -> pointwis
 channel counts) -> residual Add -> average pool -> fully connected -> softmax, with random
 per-channel scales from tiny to >= 0.5 effective multipliers (left shifts), zero points over
 the whole int8 range, every activation, extreme and all-zero weight channels and huge
-biases. Each graph is compiled with the default flash policy, with compact code and with
-every widened kernel, and run on random and constant (-128 / 127) inputs; every output
-must equal the reference runtime's (bit-exact with TFLite Micro).
+biases. Each graph is compiled with the default flash policy and with compact code, and run
+on random and constant (-128 / 127) inputs; every output must equal the reference runtime's
+(bit-exact with TFLite Micro).
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def _check(g: Graph, seed: int, **kw: object) -> None:
     assert mismatches(g, x, **kw) == []
 
 
-BUILDS: list[dict[str, object]] = [{}, {"compact": True}, {"widen": "all"}]
+BUILDS: list[dict[str, object]] = [{}, {"compact": True}]
 
 
 @needs_arm
@@ -327,7 +327,7 @@ def test_depthwise_1x1_one_channel_two_wide() -> None:
 
     rng = np.random.default_rng(0)
     g = dw_graph(rng, (5, 2), 1, (1, 1), (1, 1), (0, 0, 0, 0), Activation.NONE, 127, 127)
-    _check(g, 0, widen="none")
+    _check(g, 0)
 
 
 @needs_arm

@@ -207,7 +207,7 @@ def _run_m4(g: Graph, x: np.ndarray) -> tuple[np.ndarray, list[str]]:
     pytest.importorskip("unicorn")
     from edgenn.api import compile_model
 
-    exe = compile_model(g, target="cortex-m4", widen="none")  # int8 kernels only
+    exe = compile_model(g, target="cortex-m4")
     kernels = [str(m["kernel"]) for m in exe.manifest["layers"]]
     return np.asarray(exe.run(x)[0]), kernels
 

@@ -1,5 +1,5 @@
-"""The flash policy: int8 weights by default, int16 pre-widened kernels only where measured
-faster and within the flash budget (edgenn/backends/cortexm/flash_policy.py)."""
+"""The flash policy: fast generated code by default, compact code in as few layers as the
+flash budget needs, the cheapest in cycles first (edgenn/backends/cortexm/flash_policy.py)."""
 
 from __future__ import annotations
 
@@ -12,31 +12,14 @@ import pytest
 
 from edgenn.backends.cortexm.flash_policy import (
     DEFAULT_HEADROOM_BYTES,
-    FlashPlan,
     Measured,
-    choose_widened,
     compact_prefix,
     int8_parameter_bytes,
-    plan_widening,
+    plan_code_size,
 )
-from edgenn.backends.cortexm.kernel import uses_widened_weights
-from edgenn.backends.cortexm.selection import select_kernel
-from edgenn.backends.cortexm.targets import get_core
 from edgenn.frontends.tflite import load_tflite
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tflite"
-M4 = get_core("cortex-m4")
-
-
-def test_choose_widened_takes_best_ratio_first_within_budget() -> None:
-    base = Measured(10_000, [100, 1000, 1000, 500], [0, 400, 300, 100])
-    wide = Measured(11_000, [100, 600, 900, 600], [0, 800, 600, 200])
-    # layer 1 saves 400 cycles for 400 bytes (1.0/B), layer 2 100 for 300 (0.33/B),
-    # layer 3 is slower widened: never chosen
-    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_400) == {1}
-    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_700) == {1, 2}
-    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_399) == {2}
-    assert choose_widened(base, wide, [1, 2, 3], budget_bytes=10_299) == set()
 
 
 def test_int8_parameter_bytes_counts_each_constant_once() -> None:
@@ -46,33 +29,25 @@ def test_int8_parameter_bytes_counts_each_constant_once() -> None:
     assert int8_parameter_bytes(g) == want > 0
 
 
-def test_default_selection_never_uses_widened_weights() -> None:
-    g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
-    for node in g.nodes:
-        assert not uses_widened_weights(select_kernel(node, g, M4))
-
-
-def test_plan_widening_modes_and_budget() -> None:
+def test_plan_code_size_forced_fits_over_and_partly_compact() -> None:
     g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
     n = len(g.nodes)
+    everyone = frozenset(range(n))
     calls: list[frozenset[int]] = []
 
-    def measure(widened: frozenset[int], compact: frozenset[int]) -> Measured:
-        calls.append(widened)
-        cycles = [100 if i in widened else 200 for i in range(n)]
-        return Measured(1000 + 50 * len(widened), cycles,
-                        [100 if i in widened else 50 for i in range(n)])
+    def measure(compact: frozenset[int]) -> Measured:
+        # compact code saves 100 bytes per layer and costs layer i (i + 1) cycles
+        calls.append(compact)
+        return Measured(1000 + 100 * (n - len(compact)),
+                        [100 + (i + 1 if i in compact else 0) for i in range(n)])
 
-    assert plan_widening(g, M4, measure, None, "none") == FlashPlan() and not calls
-    everything = plan_widening(g, M4, measure, None, "all").widened
-    assert everything and not calls
-    assert plan_widening(g, M4, measure, 1000, "auto") == FlashPlan()  # no room at all
-    everyone = frozenset(range(n))
-    assert plan_widening(g, M4, measure, 999, "auto") == FlashPlan(compact=everyone)  # over
-    assert plan_widening(g, M4, measure, 1000 + 50 * len(everything), "auto") == \
-        FlashPlan(everything)
-    with pytest.raises(ValueError, match="widen mode"):
-        plan_widening(g, M4, measure, None, "sometimes")
+    assert plan_code_size(g, measure, None, compact=True) == everyone and not calls
+    assert plan_code_size(g, measure, 0, compact=False) == frozenset() and not calls
+    assert plan_code_size(g, measure, 1000 + 100 * n) == frozenset()  # the fast build fits
+    assert calls == [frozenset()]
+    assert plan_code_size(g, measure, 999) == everyone  # not even all-compact fits
+    # two layers' worth too much: the two whose compact code costs the fewest cycles
+    assert plan_code_size(g, measure, 1000 + 100 * (n - 2)) == {0, 1}
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
@@ -82,14 +57,21 @@ def test_build_respects_budget_and_stays_exact() -> None:
     from edgenn.backends.ref import compile_ref
 
     g = load_tflite((FIXTURES / "model_c_int8.tflite").read_bytes(), "c")
-    narrow = compile_cortexm(g, "cortex-m4", widen="none")
-    tight = compile_cortexm(g, "cortex-m4", flash_kb=narrow.sizes()["flash"] / 1024)
-    assert tight.manifest["widened_layers"] == []
+    fast = compile_cortexm(g, "cortex-m4", compact=False)
+    compact = compile_cortexm(g, "cortex-m4", compact=True)
+    assert compact.sizes()["flash"] < fast.sizes()["flash"]
+    assert compact.manifest["compact_layers"] == list(range(len(g.nodes)))
+    # a budget between the two: some layers compact, the build within it
+    budget = (fast.sizes()["flash"] + compact.sizes()["flash"]) // 2
+    tight = compile_cortexm(g, "cortex-m4", flash_budget_kb=budget / 1024)
+    assert 0 < len(tight.manifest["compact_layers"]) <= len(g.nodes)
+    assert tight.sizes()["flash"] <= budget
     auto = compile_cortexm(g, "cortex-m4")
+    assert auto.manifest["compact_layers"] == []
     assert auto.sizes()["flash"] <= int8_parameter_bytes(g) + DEFAULT_HEADROOM_BYTES
     x = np.random.default_rng(3).integers(-128, 128, size=(2, 28, 28, 1), dtype=np.int8)
     want = compile_ref(g).run(x)[0]
-    for exe in (narrow, tight, auto):
+    for exe in (fast, compact, tight, auto):
         np.testing.assert_array_equal(exe.run(x)[0], want)
 
 
@@ -106,17 +88,41 @@ def test_an_explicit_budget_that_cannot_be_met_is_a_plan_error() -> None:
 
 def test_compact_prefix_compacts_the_cheapest_layers_until_the_build_fits() -> None:
     # five layers; compact code costs layer i (4 - i) * 10 cycles and saves 100 bytes each
-    base = Measured(1500, [100] * 5, [0] * 5)
-    compacted = Measured(1000, [100 + (4 - i) * 10 for i in range(5)], [0] * 5)
+    base = Measured(1500, [100] * 5)
+    compacted = Measured(1000, [100 + (4 - i) * 10 for i in range(5)])
     probes: list[frozenset[int]] = []
 
     def measure_prefix(layers: frozenset[int]) -> Measured:
         probes.append(layers)
-        return Measured(1500 - 100 * len(layers), [0] * 5, [0] * 5)
+        return Measured(1500 - 100 * len(layers), [0] * 5)
 
     assert compact_prefix(base, compacted, 1300, measure_prefix) == {4, 3}
     assert len(probes) <= 3  # bisection, not one build per prefix
     assert compact_prefix(base, compacted, 1000, measure_prefix) == {0, 1, 2, 3, 4}
+
+
+def test_compact_prefix_builds_the_predicted_prefix_and_its_neighbour_first() -> None:
+    # five layers; compact code costs layer i (4 - i) * 10 cycles; layer i's own code shrinks
+    # by 100 bytes, and compact code adds 20 shared bytes once (no layer owns them)
+    base = Measured(1500, [100] * 5, [200] * 5)
+    compacted = Measured(1020, [100 + (4 - i) * 10 for i in range(5)], [100] * 5)
+    probes: list[frozenset[int]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 + 20 - 100 * len(layers), [0] * 5)
+
+    assert compact_prefix(base, compacted, 1320, measure_prefix) == {4, 3}
+    assert probes == [{4, 3}, {4}]  # the prediction, then one layer fewer: settled
+    probes.clear()
+    # a prediction that is wrong (the shared bytes are twice what the builds show): the
+    # bisection of what is left still finds the shortest prefix that fits
+    def measure_more(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 + 60 - 100 * len(layers), [0] * 5)
+
+    assert compact_prefix(base, compacted, 1320, measure_more) == {4, 3, 2}
+    assert len(probes) <= 3
 
 
 VWW = Path(__file__).resolve().parents[2] / "shared" / "models" / "mlperf_tiny" / \

@@ -11,11 +11,53 @@ import shutil
 
 import numpy as np
 import pytest
-from test_cortexm_fast_dwconv import mobilenet_block
 
 from edgenn.backends.cortexm.codegen.memory import in_place_pairs, plan_arena
 from edgenn.backends.ref import compile_ref
+from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.memory import Buffer
+
+
+def _wq(rng: np.random.Generator, c: int) -> QuantParams:
+    return QuantParams(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 0)
+
+
+def dw_node(rng: np.random.Generator, name: str, x: str, y: str, c: int, k: tuple[int, int],
+            strides: tuple[int, int], pads: tuple[int, int, int, int], act: Activation,
+            mult: int = 1) -> tuple[Node, list[Tensor]]:
+    """A depthwise Conv2D node (weights [C*mult, KH, KW, 1]) with its constant tensors."""
+    w = rng.integers(-127, 128, size=(c * mult, *k, 1)).astype(np.int8)
+    wt = Tensor(f"{name}_w", w.shape, DType.INT8, _wq(rng, c * mult), w)
+    bt = Tensor.const(f"{name}_b", rng.integers(-20000, 20000, size=c * mult).astype(np.int32))
+    node = Node(name, "Conv2D", (x, wt.name, bt.name), (y,),
+                {"strides": strides, "pads": pads, "activation": act, "groups": c})
+    return node, [wt, bt]
+
+
+def mobilenet_block(rng: np.random.Generator, hw: int = 12, c: int = 11) -> Graph:
+    """conv 3x3 (3 -> c, ReLU6) -> depthwise 3x3 stride 2 (ReLU6) -> pointwise 1x1 (c -> 16)."""
+    def q(scale: float, zp: int) -> QuantParams:
+        return QuantParams.per_tensor(float(np.float32(scale)), zp)
+
+    x = Tensor("x", (1, hw, hw, 3), DType.INT8, q(0.02, -3))
+    w1 = rng.integers(-127, 128, size=(c, 3, 3, 3)).astype(np.int8)
+    w1t = Tensor("w1", w1.shape, DType.INT8, _wq(rng, c), w1)
+    b1 = Tensor.const("b1", rng.integers(-2000, 2000, size=c).astype(np.int32))
+    conv = Node("conv", "Conv2D", ("x", "w1", "b1"), ("a",),
+                {"strides": (1, 1), "pads": (1, 1, 1, 1), "activation": Activation.RELU6})
+    a = Tensor("a", (1, hw, hw, c), DType.INT8, q(6 / 255, -128))
+    dw, dconsts = dw_node(rng, "dw", "a", "b", c, (3, 3), (2, 2), (0, 0, 1, 1),
+                          Activation.RELU6)
+    oh = -(-hw // 2)
+    b = Tensor("b", (1, oh, oh, c), DType.INT8, q(6 / 255, -128))
+    w3 = rng.integers(-127, 128, size=(16, 1, 1, c)).astype(np.int8)
+    w3t = Tensor("w3", w3.shape, DType.INT8, _wq(rng, 16), w3)
+    b3 = Tensor.const("b3", rng.integers(-2000, 2000, size=16).astype(np.int32))
+    pw = Node("pw", "Conv2D", ("b", "w3", "b3"), ("y",),
+              {"strides": (1, 1), "pads": (0, 0, 0, 0), "activation": Activation.NONE})
+    y = Tensor("y", (1, oh, oh, 16), DType.INT8, q(0.1, 4))
+    tensors = [x, w1t, b1, a, *dconsts, b, w3t, b3, y]
+    return Graph("mnblock", {t.name: t for t in tensors}, (conv, dw, pw), ("x",), ("y",))
 
 
 def test_in_place_pairs_merge_only_where_the_input_dies() -> None:

@@ -79,7 +79,7 @@ def test_inspect_predicts_the_build(capsys: pytest.CaptureFixture[str], name: st
 
     info = _inspect(capsys, name, "cortex-m4")
     g = load_tflite((FIXTURES / name).read_bytes(), name)
-    exe = compile_model(g, target="cortex-m4", widen="none")
+    exe = compile_model(g, target="cortex-m4")
     assert info["target_arena_bytes"] == exe.sizes()["arena"]
     assert [layer["flash_bytes"] for layer in info["layers"]] == \
         [constant_bytes(c) for c in exe.project.calls]

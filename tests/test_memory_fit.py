@@ -28,7 +28,7 @@ from edgenn.backends.cortexm.fit import (
     kib_to_fit,
     probe_script,
 )
-from edgenn.backends.cortexm.flash_policy import LazyCycles, Measured, plan_widening
+from edgenn.backends.cortexm.flash_policy import LazySequence, Measured, plan_code_size
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.errors import EdgennError
 from edgenn.frontends.tflite import load_tflite
@@ -103,16 +103,16 @@ def test_a_real_board_has_fixed_memory() -> None:
            "2049" in clause
 
 
-def test_a_build_that_fits_and_has_nothing_to_widen_is_not_emulated() -> None:
-    """The flash policy reads a trial build's cycles only to compact or widen."""
+def test_a_build_that_fits_is_not_emulated() -> None:
+    """The flash policy reads a trial build's cycles only to compact part of it."""
     from edgenn.ir import Graph
 
     def never() -> list[int]:
         raise AssertionError("emulated")
 
     graph = Graph("empty", {}, [], (), ())
-    plan = plan_widening(graph, M4, lambda w, c: Measured(1000, LazyCycles(never), []), 2000)
-    assert not plan.widened and not plan.compact
+    fits = Measured(1000, LazySequence(never), LazySequence(never))
+    assert plan_code_size(graph, lambda c: fits, 2000) == set()
 
 
 # ------------------------------------------------------------------------------ with a build

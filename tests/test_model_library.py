@@ -39,8 +39,7 @@ pytestmark = [
 
 def _library(model: Path, name: str, out: Path, **options: Any) -> dict[str, Any]:
     graph = edgenn.load_model(model)
-    compile_cortexm(graph, M4, out_dir=out, name=name, library_only=True, widen="none",
-                    **options)
+    compile_cortexm(graph, M4, out_dir=out, name=name, library_only=True, **options)
     return dict(json.loads((out / "manifest.json").read_text()))
 
 
@@ -183,8 +182,7 @@ target_link_options(app.elf PRIVATE -T ${{CMAKE_CURRENT_SOURCE_DIR}}/linker.ld)
 
 def test_external_arena_init_is_checked(tmp_path: Path) -> None:
     graph = edgenn.load_model(CONV2)
-    exe = compile_cortexm(graph, M4, out_dir=tmp_path, name="conv2", arena="external",
-                          widen="none")
+    exe = compile_cortexm(graph, M4, out_dir=tmp_path, name="conv2", arena="external")
     text = (tmp_path / "conv2.c").read_text()
     assert "conv2_arena_base" in text and "uint8_t conv2_arena[" not in text
     x = random_inputs(graph, n=2, seed=3)
@@ -203,7 +201,7 @@ def test_external_arena_init_is_checked(tmp_path: Path) -> None:
 
 def test_invoke_before_init_fails_with_status(tmp_path: Path) -> None:
     graph = edgenn.load_model(CONV2)
-    exe = compile_cortexm(graph, M4, out_dir=tmp_path, name="conv2", widen="none")
+    exe = compile_cortexm(graph, M4, out_dir=tmp_path, name="conv2")
     manifest = {**exe.manifest, "init_symbol": None}
     machine = Machine(exe.elf, manifest, M4)  # type: ignore[arg-type]
     assert machine.call("conv2_invoke").value == (1 << 32) - 1  # NOT_INITIALISED (-1)
@@ -218,7 +216,7 @@ def test_portable_library_builds_and_runs_on_the_host(tmp_path: Path) -> None:
         pytest.skip("gcc is not installed")
     graph = edgenn.load_model(CONV2)
     compile_cortexm(graph, "cortex-m0plus", out_dir=tmp_path, name="conv2", library_only=True,
-                    ram_kb=64, widen="none")
+                    ram_kb=64)
     _run(["make", "-s", "clean"], tmp_path)  # compile left Arm objects here
     _run(["make", "-s", "libconv2.a", "CC=gcc", "AR=ar", "CORE_FLAGS="], tmp_path)
     x = random_inputs(graph, n=1, seed=11)[0]
@@ -284,7 +282,7 @@ def test_names_from_hostile_models_never_reach_generated_text(tmp_path: Path) ->
     )
     name = c_identifier(HOSTILE + ".tflite")
     assert re.fullmatch(r"[a-z][a-z0-9_]*", name)
-    exe = compile_cortexm(hostile, M4, out_dir=tmp_path, name=name, widen="none")
+    exe = compile_cortexm(hostile, M4, out_dir=tmp_path, name=name)
     fragments = ("$(shell", "`id`", "\u202e", '#include "x"', "evil*/")
     for f in ("Makefile", "CMakeLists.txt", f"{name}.c", f"{name}.h", "main.c"):
         text = (tmp_path / f).read_text()

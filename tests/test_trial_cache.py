@@ -37,12 +37,21 @@ def test_a_second_compile_reads_the_trials_and_builds_the_same_firmware(
     monkeypatch.setenv(trial_cache.ENV, str(tmp_path / "cache"))
     builds = _count_builds(monkeypatch)
     graph = edgenn.load_model(FIXTURE)
-    first = edgenn.compile_model(graph, target="cortex-m4", out_dir=tmp_path / "a")
+    fast = edgenn.compile_model(graph, target="cortex-m4", compact=False).sizes()["flash"]
+    compact = edgenn.compile_model(graph, target="cortex-m4", compact=True).sizes()["flash"]
+    assert compact < fast
+    # a budget the fast build exceeds: the flash policy measures trials to compact part of it
+    budget_kb = (fast + compact) / 2 / 1024
+    builds.clear()
+    first = edgenn.compile_model(graph, target="cortex-m4", out_dir=tmp_path / "a",
+                                 flash_budget_kb=budget_kb)
     first_builds = len(builds)
-    assert first_builds >= 2  # the widening policy measured at least one trial
+    assert first_builds >= 3  # the fast build in place, its trials, the final build
+    assert first.manifest["compact_layers"]
     entries = list((tmp_path / "cache").glob("*.json"))
     assert entries, "the trials were not recorded"
-    second = edgenn.compile_model(graph, target="cortex-m4", out_dir=tmp_path / "b")
+    second = edgenn.compile_model(graph, target="cortex-m4", out_dir=tmp_path / "b",
+                                  flash_budget_kb=budget_kb)
     assert len(builds) - first_builds == 1  # the final build only
     assert (tmp_path / "a" / "build" / "model.elf").read_bytes() == \
         (tmp_path / "b" / "build" / "model.elf").read_bytes()

@@ -1,6 +1,6 @@
 """Developer check: a .tflite on the emulated Cortex-M4 against TFLite Micro, with per-layer cycles.
 
-    .venv/bin/python tools/m4_check.py MODEL.tflite [--n 20] [--widen auto|none|all]
+    .venv/bin/python tools/m4_check.py MODEL.tflite [--n 20] [--compact]
 
 Prints one line per layer (kernel, MACs, cycles, MAC/cycle), the total, arena and flash, and
 the number of output elements that differ from TFLite Micro's Python interpreter on N random
@@ -24,15 +24,13 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--n", type=int, default=20)
-    ap.add_argument("--widen", default="none", choices=("auto", "none", "all"),
-                    help="int16 pre-widened weight kernels (default none: int8 kernels only)")
     ap.add_argument("--compact", action="store_true", default=None,
-                    help="compact generated code (default: fast code; with --widen auto the "
-                         "flash budget decides)")
+                    help="compact generated code everywhere (default: the flash budget "
+                         "decides, as in edgenn compile)")
     args = ap.parse_args()
     data = Path(args.model).read_bytes()
     graph = load_tflite(data, Path(args.model).name)
-    exe = compile_cortexm(graph, "cortex-m4", widen=args.widen, compact=args.compact)
+    exe = compile_cortexm(graph, "cortex-m4", compact=args.compact)
     name = graph.inputs[0]
     t = graph.tensor(name)
     shape = (args.n, *graph.external_shape(name)[1:])

@@ -48,10 +48,10 @@ class CortexMOptions:
              "that is not given")
     flash_budget_kb: float | None = option(
         "--flash-budget-kb", type=float, minimum=1,
-        help="flash in KiB the build may fill with kernels whose weights are pre-widened to "
-             "int16, used only where it leaves room and they measure faster (default: "
-             "--flash-kb if given, else the int8 parameters + 48 KiB; at most the device's); "
-             "a build over it is an error")
+        help="flash in KiB the fast (unrolled) generated code may fill; a fast build over it "
+             "gets compact code in as few layers as it needs, those it slows least first "
+             "(default: --flash-kb if given, else the int8 parameters + 48 KiB; at most the "
+             "device's); a build that cannot fit it even compact is an error")
     out_dir: Any = None
     stack_bytes: int | None = None
     skippable: bool | None = option(
@@ -63,7 +63,6 @@ class CortexMOptions:
     skip_configs: Iterable[Iterable[str]] | None = None
     skip_copy: bool | None = None
     skip: str | Iterable[str] | None = None  # --skip on a Cortex-M: planned, the run default
-    widen: str | None = None
     compact: bool | None = None
     name: str | None = None
     library_only: bool | None = None

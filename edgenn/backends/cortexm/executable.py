@@ -24,14 +24,19 @@ from edgenn.backends.cortexm.codegen.project import (
 )
 from edgenn.backends.cortexm.codegen.skip import skip_request
 from edgenn.backends.cortexm.emulator.flashmap import FlashMap
-from edgenn.backends.cortexm.fit import PROBE_KB, Device, check_fit, device_memory, elf_usage
+from edgenn.backends.cortexm.fit import (
+    PROBE_KB,
+    Device,
+    FitError,
+    check_fit,
+    device_memory,
+    elf_usage,
+)
 from edgenn.backends.cortexm.flash_policy import (
-    FlashPlan,
-    LazyCycles,
+    LazySequence,
     Measured,
-    constant_bytes,
     default_budget_bytes,
-    plan_widening,
+    plan_code_size,
 )
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.errors import EdgennError, ShapeError
@@ -363,8 +368,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     stack_bytes: int = DEFAULT_STACK_BYTES, skippable: bool = False,
                     skip_configs: Iterable[Iterable[str]] | None = None,
                     skip_copy: bool | None = None, skip: str | Iterable[str] | None = None,
-                    flash_kb: float | None = None, widen: str = "auto",
-                    compact: bool | None = None, name: str = DEFAULT_NAME,
+                    flash_kb: float | None = None, compact: bool | None = None,
+                    name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
                     arena: str = "static", emulator: str | None = None,
                     flash_budget_kb: float | None = None) -> CortexMExecutable:
@@ -380,13 +385,11 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     (default: the board's, else the core's reference part); an image that exceeds either is a
     one-line ``fit.FitError`` with the bytes needed and the flag value that would fit.
     ToolchainError if arm-none-eabi-gcc is missing or the build fails. ``flash_budget_kb``:
-    the flash the build may use for kernels with pre-widened int16 weights (default:
-    ``flash_kb`` when given, else int8 parameter bytes + 48 KiB; at most the device's flash;
-    an explicit budget is a limit like the device's); they are chosen only where it leaves
-    room and they measure faster (``widen="auto"``, see ``flash_policy``; ``"none"``: int8
-    weights everywhere; ``"all"``: widened wherever such a kernel exists). ``compact``: force
-    compact (True) or fast (False) generated code; None: compact only when the fast build
-    exceeds the budget.
+    the flash the fast generated code may fill (default: ``flash_kb`` when given, else int8
+    parameter bytes + 48 KiB; at most the device's flash); a fast build over it gets compact
+    code in as few layers as it needs, the cheapest in cycles first (``flash_policy``).
+    ``compact``: force compact (True) or fast (False) generated code everywhere, measuring
+    nothing; None: compact only where the fast build exceeds the budget.
     ``name``, ``board``, ``library_only``, ``arena``: the library's name, the application
     around it (``generic``: the emulator's; a real board's example, see ``boards``), none at
     all, and where its arena lives (``codegen.project.generate``). The flash policy measures
@@ -402,69 +405,120 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     label = f"graph {graph.name!r}: the firmware"
 
     final = {"name": name, "board": board, "library_only": library_only, "arena": arena}
+    prepared: dict[tuple[int, bool], Any] = {}  # kernel calls, shared by every build below
     measured = {"name": name, "board": GENERIC_BOARD, "library_only": False, "arena": "static"}
 
-    def generate_in(directory: str | Path, plan: FlashPlan, settings: dict[str, Any],
-                    link_flash_kb: float | None) -> Any:
+    def generate_in(directory: str | Path, compact_layers: frozenset[int],
+                    settings: dict[str, Any], link_flash_kb: float | None) -> Any:
         return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
                         stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
-                        skip_configs=request.configs, widened_layers=plan.widened,
-                        compact_layers=plan.compact, flash_kb=link_flash_kb, **settings)
+                        skip_configs=request.configs, compact_layers=compact_layers,
+                        flash_kb=link_flash_kb, prepared=prepared, **settings)
 
-    def build_in(directory: str | Path | None, plan: FlashPlan, settings: dict[str, Any],
+    def build_in(directory: str | Path | None, compact_layers: frozenset[int],
+                 settings: dict[str, Any],
                  link_flash_kb: float | None = flash_kb) -> CortexMExecutable:
         tmp = None
         if directory is None:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
-        project = generate_in(directory, plan, settings, link_flash_kb)
+        project = generate_in(directory, compact_layers, settings, link_flash_kb)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
         elf = build_project(project, archive=tmp is None, device=device, label=label)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
-    trial: dict[FlashPlan, CortexMExecutable] = {}
+    budget = _flash_budget(graph, device)
+    trial: dict[frozenset[int], CortexMExecutable] = {}
 
-    def measure(widened: frozenset[int], compact_layers: frozenset[int]) -> Measured:
-        plan = FlashPlan(widened, compact_layers)
-        # why the probe's flash: the policy measures builds larger than the device too (the
-        # fast build, before it compacts); the device is checked on the final build below
-        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
-        project = generate_in(tmp.name, plan, measured, PROBE_KB)
+    def measured_build(project: Project, build: Callable[[], CortexMExecutable]) -> Measured:
+        """The figures of ``project`` (built by ``build`` when a figure is not in the trial
+        cache, once): flash now, per-layer cycles and flash when first read."""
         inputs = _bench_inputs(graph)
         key = trial_cache.trial_key(project.out_dir, find_compiler(), inputs)
         known = trial_cache.load(key) or {}
         built: list[CortexMExecutable] = []
 
-        def build() -> CortexMExecutable:
+        def exe() -> CortexMExecutable:
             if not built:
-                elf = build_project(project, archive=False, device=device, label=label)
-                built.append(CortexMExecutable(graph, c, project, elf, tmp))
-                trial[plan] = built[0]
+                built.append(build())
             return built[0]
+
+        def remember() -> None:
+            cycles, layers = known.get("layer_cycles"), known.get("layer_flash")
+            trial_cache.store(key, flash, cycles if isinstance(cycles, list) else None,
+                              layers if isinstance(layers, list) else None)
 
         def layer_cycles() -> list[int]:
             cached = known.get("layer_cycles")
             if isinstance(cached, list):
                 return [int(v) for v in cached]
-            exe = build()
-            result = exe.emulate(*inputs)
-            exe.release_emulator()
+            result = exe().emulate(*inputs)
+            exe().release_emulator()
             cycles = [layer.cycles if layer.cycles is not None else layer.instructions
                       for layer in result.layers]
-            trial_cache.store(key, flash, cycles)
+            known["layer_cycles"] = cycles
+            remember()
             return cycles
 
-        cached_flash = known.get("flash_bytes")
-        flash = cached_flash if isinstance(cached_flash, int) else build().sizes()["flash"]
-        if cached_flash is None:
-            trial_cache.store(key, flash, None)
-        return Measured(flash, LazyCycles(layer_cycles),
-                        [constant_bytes(k) for k in project.calls])
+        def layer_flash() -> list[int]:
+            cached = known.get("layer_flash")
+            if isinstance(cached, list):
+                return [int(v) for v in cached]
+            known["layer_flash"] = layers = exe().flash_map().layers
+            remember()
+            return layers
 
-    budget = _flash_budget(graph, device)
-    plan = plan_widening(graph, c, measure, budget, widen, compact)
-    exe = _final_build(plan, trial, out_dir is None and final == measured,
-                       lambda p: build_in(out_dir, p, final), device)
+        cached_flash = known.get("flash_bytes")
+        flash = cached_flash if isinstance(cached_flash, int) else exe().sizes()["flash"]
+        if cached_flash is None:
+            remember()
+        return Measured(flash, LazySequence(layer_cycles), LazySequence(layer_flash))
+
+    def measure(compact_layers: frozenset[int]) -> Measured:
+        """A trial build: a temporary folder, the measured settings."""
+        # why the probe's flash: the policy measures builds larger than the device too (the
+        # fast build, before it compacts); the device is checked on the final build below
+        tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
+        project = generate_in(tmp.name, compact_layers, measured, PROBE_KB)
+
+        def build() -> CortexMExecutable:
+            elf = build_project(project, archive=False, device=device, label=label)
+            trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
+            return trial[compact_layers]
+
+        return measured_build(project, build)
+
+    def fast_in_place(directory: str | Path) -> tuple[CortexMExecutable | None, Measured | None]:
+        """The fast build in ``directory`` with the final settings, when it links and its
+        flash is within the budget; else its figures (None when it does not fit the device):
+        the policy's measurement of the fast build."""
+        project = generate_in(directory, frozenset(), final, flash_kb)
+        made: list[CortexMExecutable] = []
+
+        def build() -> CortexMExecutable:
+            elf = build_project(project, archive=True, device=device, label=label)
+            made.append(CortexMExecutable(graph, c, project, elf, None))
+            return made[0]
+
+        try:
+            fast = measured_build(project, build)
+            if fast.flash_bytes > budget:
+                return None, fast
+            return (made[0] if made else build()), None
+        except FitError:
+            return None, None
+
+    exe, fast = None, None
+    if compact is None and out_dir is not None and final == measured:
+        # why the final build first: a fast build within the budget is the policy's answer
+        # (it measures nothing else then), so a trial build of the same code would be wasted;
+        # over the budget, its figures are the policy's measurement of the fast build
+        exe, fast = fast_in_place(out_dir)
+    if exe is None:
+        compact_layers = plan_code_size(graph, measure, budget, compact, fast)
+        reuse = out_dir is None and final == measured and compact_layers in trial
+        # why reuse only then: a trial is a temporary folder with the measured settings
+        exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)
     if exe.elf is not None:
         check_fit(elf_usage(exe.elf), device, int(exe.manifest["arena_bytes"]), label)
     exe.emulator = emulator
@@ -483,7 +537,8 @@ def _board_spec(board: str) -> Any:
 
 def _flash_budget(graph: Graph, device: Device) -> int:
     """The flash policy's budget: ``--flash-budget-kb``, else ``--flash-kb`` (the whole flash
-    the user says the device has), else the int8 parameters + 48 KiB; at most the device's."""
+    the user says the device has), else the int8 parameters + 48 KiB; at most the device's.
+    Over it, the policy compacts generated code."""
     if device.budget_bytes is not None:
         wanted = device.budget_bytes
     elif device.flash_flag is not None:
@@ -491,21 +546,6 @@ def _flash_budget(graph: Graph, device: Device) -> int:
     else:
         wanted = default_budget_bytes(graph)
     return min(wanted, device.flash_bytes)
-
-
-def _final_build(plan: FlashPlan, trial: dict[FlashPlan, CortexMExecutable], may_reuse: bool,
-                 build: Callable[[FlashPlan], CortexMExecutable],
-                 device: Device) -> CortexMExecutable:
-    """The build of ``plan``: a measured trial when it is the final one (a temporary folder
-    and the measured settings), else built now. A plan with widened layers whose build
-    exceeds the device's flash or the explicit budget (the policy counts the widened
-    layers' constants, not their code) falls back to the same plan without widening."""
-    exe = trial[plan] if may_reuse and plan in trial else build(plan)
-    limit = min(device.flash_bytes, device.budget_bytes or device.flash_bytes)
-    if plan.widened and exe.elf is not None and elf_usage(exe.elf).flash_bytes > limit:
-        narrow = FlashPlan(frozenset(), plan.compact)
-        exe = trial[narrow] if may_reuse and narrow in trial else build(narrow)
-    return exe
 
 
 def _check_emulator(emulator: str | None, board: str) -> str:

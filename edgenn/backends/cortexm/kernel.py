@@ -106,10 +106,6 @@ class Kernel(Protocol):
     A kernel declares the element types of the first input it takes in ``types`` (default:
     int8 only); ``supported_types`` reports them per operator before anything is built
     (``edgenn inspect``, docs/operators.md). ``matches`` still decides per node.
-
-    A kernel may also set ``widened_weights = True``: it stores its weights pre-widened to
-    int16 (about twice the flash of the int8 parameters). Such kernels are only chosen for
-    the layers the flash policy (``flash_policy.py``) grants them, never by default.
     """
 
     op: str
@@ -146,8 +142,3 @@ def registered_ops() -> list[str]:
 def kernel_types(kernel: Kernel) -> tuple[DType, ...]:
     """The element types of the first input ``kernel`` declares (int8 when it says none)."""
     return tuple(getattr(kernel, "types", (DType.INT8,)))
-
-
-def uses_widened_weights(kernel: Kernel) -> bool:
-    """True for kernels whose weights are stored pre-widened to int16."""
-    return bool(getattr(kernel, "widened_weights", False))

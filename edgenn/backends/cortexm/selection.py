@@ -14,7 +14,6 @@ from edgenn.backends.cortexm.kernel import (
     kernel_types,
     registered,
     registered_ops,
-    uses_widened_weights,
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
@@ -36,14 +35,6 @@ def supported_ops() -> dict[str, set[DType]]:
     return {op: supported_types(op) for op in registered_ops()}
 
 
-def widened_kernel(node: Node, graph: Graph, core: Core) -> Kernel | None:
-    """The highest-priority pre-widened-weight kernel matching ``node``, if any."""
-    for kernel in kernels_for(node.op):
-        if uses_widened_weights(kernel) and kernel.matches(node, graph, core):
-            return kernel
-    return None
-
-
 # why: these kernels index their activations as one image ([1, H, W, C]); the graph is
 # otherwise free to declare any first axis (edgenn.ir.batch), and the element-wise, dense,
 # recurrent and data-movement kernels loop over it or treat it as just another axis
@@ -63,19 +54,11 @@ def _check_batch_one(node: Node, graph: Graph, core: Core) -> None:
             "and give the samples as a batch of invocations")
 
 
-def select_kernel(node: Node, graph: Graph, core: Core, widened: bool = False) -> Kernel:
-    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none.
-
-    Kernels with pre-widened int16 weights are skipped unless ``widened`` (then one of them
-    is preferred where it matches): weights stay int8 in flash by default.
-    """
+def select_kernel(node: Node, graph: Graph, core: Core) -> Kernel:
+    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none."""
     _check_batch_one(node, graph, core)
-    if widened:
-        found = widened_kernel(node, graph, core)
-        if found is not None:
-            return found
     for kernel in kernels_for(node.op):
-        if not uses_widened_weights(kernel) and kernel.matches(node, graph, core):
+        if kernel.matches(node, graph, core):
             return kernel
     first = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
     dtype = first.dtype.value if first is not None else "?"

@@ -1,6 +1,6 @@
 """Measured trial builds of the flash policy, kept by the content hash of what was measured.
 
-The flash policy (``flash_policy.plan_widening``) builds and emulates trial firmwares to learn
+The flash policy (``flash_policy.plan_code_size``) builds and emulates trial firmwares to learn
 their flash and per-layer cycles. Both follow from the generated project alone: the ELF from
 its files, the flags and the compiler; the cycles from the ELF, the seeded bench inputs and the
 emulator's cycle model. So a compile of a model that was compiled before (another test of the
@@ -80,7 +80,8 @@ def trial_key(project_dir: Path, compiler: str, inputs: Sequence[np.ndarray]) ->
 
 
 def load(key: str) -> dict[str, object] | None:
-    """The entry of ``key`` (``flash_bytes``, and ``layer_cycles`` once measured), or None."""
+    """The entry of ``key`` (``flash_bytes``, and ``layer_cycles`` / ``layer_flash`` once
+    measured), or None."""
     folder = cache_dir()
     if folder is None:
         return None
@@ -92,7 +93,8 @@ def load(key: str) -> dict[str, object] | None:
         else None
 
 
-def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None) -> None:
+def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None,
+          layer_flash: Sequence[int] | None = None) -> None:
     """Record a trial's figures (a cache that cannot be written is skipped silently: it only
     saves time)."""
     folder = cache_dir()
@@ -100,6 +102,8 @@ def store(key: str, flash_bytes: int, layer_cycles: Sequence[int] | None) -> Non
         return
     entry = {"flash_bytes": int(flash_bytes),
              "layer_cycles": None if layer_cycles is None else [int(c) for c in layer_cycles]}
+    if layer_flash is not None:
+        entry["layer_flash"] = [int(b) for b in layer_flash]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(folder / f"{key}.json", json.dumps(entry).encode())

@@ -1,7 +1,6 @@
-/* The inner step shared by the one-input-channel convolution (edgenn_conv_s8_1ch_dsp.c) and
- * the fused chain's one-channel producer (edgenn_fused_chain_s8_dsp.c): a 3x3 filter's nine
- * taps as five int16-pair words, applied to two neighbouring output pixels at once (1x2
- * output reuse: every weight word loaded once serves both pixels).
+/* The inner step of the fused chain's one-channel producer (edgenn_fused_chain_s8_dsp.c): a 3x3
+ * filter's nine taps as five int16-pair words, applied to two neighbouring output pixels at
+ * once (1x2 output reuse: every weight word loaded once serves both pixels).
  *
  * x: the gathered tap pairs of the two pixels, x[0..4] and x[5..9]; w0..w4: the packed
  * weight pairs (held in registers by the caller along a row); bias: the accumulator start. */

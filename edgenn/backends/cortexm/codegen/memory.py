@@ -94,13 +94,11 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
                       plan.planner)
 
 
-def firmware_arena_bytes(graph: Graph, core: Core,
-                         widened_layers: frozenset[int] = frozenset()) -> int:
+def firmware_arena_bytes(graph: Graph, core: Core) -> int:
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch."""
     from edgenn.backends.cortexm.selection import select_kernel
 
-    calls = [select_kernel(n, graph, core, i in widened_layers).prepare(n, graph, core)
-             for i, n in enumerate(graph.nodes)]
+    calls = [select_kernel(n, graph, core).prepare(n, graph, core) for n in graph.nodes]
     # why in_place too: this must be the arena generate() plans, in-place layers included
     peak = plan_arena(graph, [c.scratch_bytes for c in calls],
                       in_place=[i for i, c in enumerate(calls) if c.in_place]).peak_bytes

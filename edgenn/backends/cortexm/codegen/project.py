@@ -140,11 +140,11 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              blocks: Sequence[Any] = (),
              skip_configs: Iterable[Iterable[str]] | None = None,
              skip_copy: bool | None = None,
-             widened_layers: frozenset[int] = frozenset(),
              compact_layers: frozenset[int] = frozenset(),
              name: str = DEFAULT_NAME, board: str = GENERIC_BOARD,
              library_only: bool = False, arena: str = "static",
-             flash_kb: float | None = None) -> Project:
+             flash_kb: float | None = None,
+             prepared: dict[tuple[int, bool], KernelCall] | None = None) -> Project:
     """Write the library ``name`` for ``graph`` on ``core`` (and, unless ``library_only``, the
     application for ``board``) into ``out_dir`` (created if needed).
 
@@ -158,9 +158,10 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     core's), the MEMORY map of the generic application's ``linker.ld``; the link checks the
     image against them (``build.build_project``: one-line ``fit.FitError``). A library-only
     folder is not linked: FitError here when its arena plus the stack exceeds ``ram_kb``.
-    ``widened_layers``: node indices that may use kernels with pre-widened int16 weights
-    (chosen by ``flash_policy``); every other layer keeps its weights int8.
-    ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``).
+    ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``;
+    chosen by ``flash_policy``). ``prepared``: the kernel calls of earlier projects of the same
+    graph and core, by (node index, compact), reused and extended (the flash policy's trial
+    builds differ only in which layers are compact).
     """
     check_identifier(name)
     if arena not in ARENA_KINDS:
@@ -173,11 +174,14 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     graph.validate()
     if ram_kb is None:
         ram_kb = board_spec.ram_kb if board_spec is not None else core.ram_kb
+    prepared = {} if prepared is None else prepared
     calls = []
     for i, n in enumerate(graph.nodes):
-        with compact_code(i in compact_layers):
-            calls.append(select_kernel(n, graph, core, i in widened_layers)
-                         .prepare(n, graph, core))
+        form = (i, i in compact_layers)
+        if form not in prepared:
+            with compact_code(form[1]):
+                prepared[form] = select_kernel(n, graph, core).prepare(n, graph, core)
+        calls.append(prepared[form])
     skip = None
     if blocks and graph.state:
         raise UnsupportedOperatorError(f"graph {graph.name!r}: skippable blocks in a model "
@@ -255,8 +259,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "main_symbol": "main", "runtime_symbols": [*spec.api_symbols, "edgenn_harness_init"],
         "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
         "inputs": _io_manifest(spec.inputs), "outputs": _io_manifest(spec.outputs),
-        "layers": layers, "widened_layers": sorted(widened_layers),
-        "compact_layers": sorted(compact_layers),
+        "layers": layers, "compact_layers": sorted(compact_layers),
         "state_bytes": state_bytes, "reset_state_symbol": f"{name}_reset_state",
         "state": [{"name": slot.name, "offset": slot.offset, "bytes": slot.nbytes}
                   for slot in spec.state],

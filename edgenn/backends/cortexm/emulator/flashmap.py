@@ -3,7 +3,7 @@
 The code generator names everything that belongs to one layer ``l<i>_<name>``: its constant
 arrays (``l3_w``, ``l3_quant``) and its generated functions (``KernelCall.code``, ``@P@`` ->
 ``l3``; gcc clones such as ``l3_conv.constprop.0`` keep the prefix). Their ``st_size`` is the
-layer's flash. Kernel functions shared between layers (``edgenn_conv_s8_dsp``, libc's memcpy)
+layer's flash. Kernel functions shared between layers (``edgenn_maxpool_s8_dsp``, libc's memcpy)
 are counted once, in ``shared_kernels``; the start-up code, vector table and the library API
 (``NAME_invoke``, ...) are ``runtime``; what no sized symbol covers (alignment padding,
 exception tables) is ``other``.

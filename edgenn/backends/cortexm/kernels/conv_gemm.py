@@ -775,7 +775,7 @@ class ConvGemm:
     """General int8 Conv2D: generated im2col + 4x2 / 2x4 SMLAD asm, int8 weights."""
 
     op = "Conv2D"
-    priority = 25  # above edgenn_conv_s8_dsp / edgenn_conv_s8_1ch_dsp (10); 1x1 kernels elsewhere
+    priority = 25  # above the portable edgenn_conv_s8 (0); 1x1 kernels elsewhere
     name = "edgenn_conv_s8_gemm_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:

@@ -692,7 +692,7 @@ class DepthwiseConv:
     """Depthwise conv per channel on an int16 zero-point-bordered plane, SMLAD tap pairs."""
 
     op = "Conv2D"
-    priority = 30  # above edgenn_dwconv_s8_dsp (10) and the portable edgenn_dwconv_s8 (0)
+    priority = 30  # above the portable edgenn_dwconv_s8 (0)
     name = "edgenn_dwconv_s8_gen_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
