@@ -44,6 +44,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgenn.backends.cortexm.targets import Core
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 
 C_TYPES = {
@@ -142,3 +143,38 @@ def registered_ops() -> list[str]:
 def kernel_types(kernel: Kernel) -> tuple[DType, ...]:
     """The element types of the first input ``kernel`` declares (int8 when it says none)."""
     return tuple(getattr(kernel, "types", (DType.INT8,)))
+
+
+# why: these kernels index their activations as one image ([1, H, W, C]); the graph is
+# otherwise free to declare any first axis (edgenn.ir.batch), and the element-wise, dense,
+# recurrent and data-movement kernels loop over it or treat it as just another axis
+_BATCH_ONE_OPS = frozenset({"Conv2D", "MaxPool2D", "AvgPool2D", "TransposeConv2D",
+                            "FusedConvChain", "Resize", "LRN"})
+
+
+def _check_batch_one(node: Node, graph: Graph, core: Core) -> None:
+    """One line instead of a silently wrong result for a declared batch above 1."""
+    if node.op not in _BATCH_ONE_OPS or not node.inputs or not node.inputs[0]:
+        return
+    shape = graph.tensor(node.inputs[0]).shape
+    if len(shape) >= 3 and shape[0] != 1:
+        raise UnsupportedOperatorError(
+            f"{node}: the Cortex-M kernels for {node.op} run one sample (batch 1), but the "
+            f"input is declared {list(shape)} on {core.name}; export the model with batch 1 "
+            "and give the samples as a batch of invocations")
+
+
+def matching_kernel(node: Node, graph: Graph, core: Core) -> Kernel:
+    """The highest-priority kernel registered so far that matches ``node`` on ``core``; one
+    clear error if none. ``selection.select_kernel`` is this over the full table (a kernel
+    that picks kernels for the parts of its node, the fused chains, calls it here because
+    ``selection`` imports every kernel module, its own included)."""
+    _check_batch_one(node, graph, core)
+    for kernel in registered(node.op):
+        if kernel.matches(node, graph, core):
+            return kernel
+    first = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    dtype = first.dtype.value if first is not None else "?"
+    raise UnsupportedOperatorError(
+        f"{node}: no Cortex-M kernel for {node.op} with {dtype} input on {core.name}"
+    )

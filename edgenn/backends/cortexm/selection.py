@@ -12,11 +12,11 @@ import edgenn.backends.cortexm.kernels  # noqa: F401  (each module registers its
 from edgenn.backends.cortexm.kernel import (
     Kernel,
     kernel_types,
+    matching_kernel,
     registered,
     registered_ops,
 )
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 
 
@@ -35,33 +35,7 @@ def supported_ops() -> dict[str, set[DType]]:
     return {op: supported_types(op) for op in registered_ops()}
 
 
-# why: these kernels index their activations as one image ([1, H, W, C]); the graph is
-# otherwise free to declare any first axis (edgenn.ir.batch), and the element-wise, dense,
-# recurrent and data-movement kernels loop over it or treat it as just another axis
-_BATCH_ONE_OPS = frozenset({"Conv2D", "MaxPool2D", "AvgPool2D", "TransposeConv2D",
-                            "FusedConvChain", "Resize", "LRN"})
-
-
-def _check_batch_one(node: Node, graph: Graph, core: Core) -> None:
-    """One line instead of a silently wrong result for a declared batch above 1."""
-    if node.op not in _BATCH_ONE_OPS or not node.inputs or not node.inputs[0]:
-        return
-    shape = graph.tensor(node.inputs[0]).shape
-    if len(shape) >= 3 and shape[0] != 1:
-        raise UnsupportedOperatorError(
-            f"{node}: the Cortex-M kernels for {node.op} run one sample (batch 1), but the "
-            f"input is declared {list(shape)} on {core.name}; export the model with batch 1 "
-            "and give the samples as a batch of invocations")
-
-
 def select_kernel(node: Node, graph: Graph, core: Core) -> Kernel:
-    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none."""
-    _check_batch_one(node, graph, core)
-    for kernel in kernels_for(node.op):
-        if kernel.matches(node, graph, core):
-            return kernel
-    first = graph.tensor(node.inputs[0]) if node.inputs and node.inputs[0] else None
-    dtype = first.dtype.value if first is not None else "?"
-    raise UnsupportedOperatorError(
-        f"{node}: no Cortex-M kernel for {node.op} with {dtype} input on {core.name}"
-    )
+    """The highest-priority kernel matching ``node`` on ``core``; one clear error if none
+    (``kernel.matching_kernel`` over the full table)."""
+    return matching_kernel(node, graph, core)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from edgenn.backends.cortexm.kernel import CArray, KernelCall
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, matching_kernel
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
@@ -94,9 +94,6 @@ def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
 
 
 def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
-    # why here: selection imports every kernel module, this one's caller included
-    from edgenn.backends.cortexm.selection import select_kernel
-
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
@@ -120,7 +117,7 @@ def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
         g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
-            call = select_kernel(vn, vg, core).prepare(vn, vg, core)
+            call = matching_kernel(vn, vg, core).prepare(vn, vg, core)
             in_zp = conv_params(vn, vg).in_zp
         except (EdgennError, ValueError, KeyError):
             return None
