@@ -238,8 +238,8 @@ def test_row_members_take_depthwise_setup_from_flash(case: int) -> None:
     """A depthwise-style member called for a few rows at a time reads its channels' set-up
     words (weight pairs, requantization constants) from a flash table; the layer-by-layer
     kernel keeps building them (int8 weights in flash)."""
-    from edgenn.backends.cortexm.kernels.depthwise import DepthwiseConv, plan_layer, setup_table
     from edgenn.backends.cortexm.kernels.conv import conv_params
+    from edgenn.backends.cortexm.kernels.depthwise import DepthwiseConv, plan_layer, setup_table
     from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
     from edgenn.backends.cortexm.targets import get_core
 
