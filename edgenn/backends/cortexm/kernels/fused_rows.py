@@ -16,6 +16,8 @@ in the scratch and pulls rows on demand:
 * the last member writes its rows into the chain output; all members share one scratch
   area for their own kernels' patches (their calls never overlap).
 
+A kernel with a ``prepare_rows`` method (many small calls: per-call set-up from flash, e.g.
+the depthwise-style kernel's weight pairs) is prepared with it instead of ``prepare``.
 So the chain costs the per-layer kernels' cycles plus the row copies, and its RAM is the
 windows plus the largest member scratch instead of the intermediate maps.
 :func:`plan_rows` returns None (the caller then uses the ring kernel of ``fused_chain.py``)
