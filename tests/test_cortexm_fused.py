@@ -262,3 +262,16 @@ def test_row_members_take_depthwise_setup_from_flash(case: int) -> None:
         assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")
         table = setup_table(plan_layer(conv_params(n, g)))
         assert table.shape[0] == g.tensor(n.outputs[0]).shape[3] and table.dtype == np.uint32
+
+
+def test_many_channel_depthwise_rows_keep_int8_weights() -> None:
+    """The flash table is bounded (MAX_SETUP_TABLE_BYTES): a 256-channel 3x3 depthwise layer
+    called by rows keeps its int8 weights and per-call set-up."""
+    from edgenn.backends.cortexm.kernels.depthwise import DepthwiseConv
+    from edgenn.backends.cortexm.targets import get_core
+
+    g = chain_graph(np.random.default_rng(7), (4, 4), 256,
+                    [(256, (3, 3), (1, 1), P1, R, True)])
+    (node,) = g.nodes
+    call = DepthwiseConv().prepare_rows(node, g, get_core("cortex-m4"))
+    assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")

@@ -733,6 +733,10 @@ def dw_supported(node: Node, graph: Graph) -> bool:
     return ph * pw * 2 <= MAX_PLANE_BYTES
 
 
+# the largest flash set-up table of a row-called member (:meth:`DepthwiseConv.prepare_rows`)
+MAX_SETUP_TABLE_BYTES = 8192
+
+
 class DepthwiseConv:
     """Depthwise conv per channel on an int16 zero-point-bordered plane, SMLAD tap pairs."""
 
@@ -749,8 +753,12 @@ class DepthwiseConv:
     def prepare_rows(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         """The kernel for a layer of a few rows called many times (a fused chain's member,
         ``fused_rows``): the channels' set-up words in flash (:func:`setup_table`), so a call
-        pays 4 loads a channel instead of rebuilding them."""
-        return self._call(node, graph, hoisted=True)
+        pays 4 loads a channel instead of rebuilding them. why the bound: the table is ~4x the
+        int8 weights' flash; a many-channel layer keeps the per-call set-up instead."""
+        p = conv_params(node, graph)
+        plan = plan_layer(p)
+        table = p.out_c * (p.k_h * len(plan.rc.regs) + 3) * 4
+        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES)
 
     def _call(self, node: Node, graph: Graph, hoisted: bool) -> KernelCall:
         p = conv_params(node, graph)
