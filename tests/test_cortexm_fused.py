@@ -231,3 +231,47 @@ def test_emulator_row_window_chains_match_reference(case: int) -> None:
     assert plan_rows(node, fg, get_core("cortex-m4")) is not None
     got = compile_model(fg, target="cortex-m4").run(x)[0]
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("case", [1, 2])
+def test_row_members_take_depthwise_setup_from_flash(case: int) -> None:
+    """A depthwise-style member called for a few rows at a time reads its channels' set-up
+    words (weight pairs, requantization constants) from a flash table; the layer-by-layer
+    kernel keeps building them (int8 weights in flash)."""
+    from edgenn.backends.cortexm.kernels.conv import conv_params
+    from edgenn.backends.cortexm.kernels.depthwise import DepthwiseConv, plan_layer, setup_table
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = ROW_CHAINS[case]
+    g = chain_graph(np.random.default_rng(500 + case), hw, cin, members)
+    core = get_core("cortex-m4")
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    plan = plan_rows(node, fg, core)
+    assert plan is not None
+    dw = [c for c in plan.calls if c.kernel_name == DepthwiseConv.name]
+    assert dw
+    for call in dw:
+        assert call.arrays[0].ctype == "uint32_t"
+        assert "const uint32_t *wb = wts +" in (call.code or "")
+    plain = [n for n in g.nodes if DepthwiseConv().matches(n, g, core)]
+    assert plain
+    for n in plain:
+        call = DepthwiseConv().prepare(n, g, core)
+        assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")
+        table = setup_table(plan_layer(conv_params(n, g)))
+        assert table.shape[0] == g.tensor(n.outputs[0]).shape[3] and table.dtype == np.uint32
+
+
+def test_many_channel_depthwise_rows_keep_int8_weights() -> None:
+    """The flash table is bounded (MAX_SETUP_TABLE_BYTES): a 256-channel 3x3 depthwise layer
+    called by rows keeps its int8 weights and per-call set-up."""
+    from edgenn.backends.cortexm.kernels.depthwise import DepthwiseConv
+    from edgenn.backends.cortexm.targets import get_core
+
+    g = chain_graph(np.random.default_rng(7), (4, 4), 256,
+                    [(256, (3, 3), (1, 1), P1, R, True)])
+    (node,) = g.nodes
+    call = DepthwiseConv().prepare_rows(node, g, get_core("cortex-m4"))
+    assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")

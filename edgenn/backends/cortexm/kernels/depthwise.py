@@ -151,6 +151,9 @@ class Plan:
     records: np.ndarray  # int32 [Cout, 4]
     big_r: int  # the uniform shift R (mode 3)
     planes: int  # channels gathered at once (2: LDRH pairs, when two planes fit)
+    # the channels' set-up words (weight pairs, q1..q3) as a flash table instead of built per
+    # call (:func:`setup_table`); for many small calls (the row members of fused chains)
+    hoisted: bool = False
 
     @property
     def scratch_bytes(self) -> int:
@@ -544,6 +547,36 @@ def quant_arrays(plan: Plan) -> tuple[CArray, CArray]:
             CArray("s", "int8_t", s.astype(np.int8)))
 
 
+def setup_table(plan: Plan) -> np.ndarray:
+    """The per-channel words the channel set-up of :func:`_body` builds (uint32 [Cout, NW+3]):
+    the KH x regs weight pairs (``dwk_wpair``: taps times ``2^sc``, low half first), then q1,
+    q2, q3 as :func:`quant_regs` computes them. A plan with ``hoisted`` reads them from flash:
+    4 loads a channel instead of ~90 cycles of widening, for 4 (NW+3) - KH KW - 1 more bytes
+    of flash a channel."""
+    p, rc = plan.p, plan.rc
+    rec = plan.records
+    s = rec[:, 3 if plan.mode == UNIFORM else 2].astype(np.int64)
+    sc = s if plan.mode == UNIFORM else np.full_like(s, 0 if plan.mode == 0 else 1)
+    f = np.int64(1) << sc
+    wk = p.w.reshape(p.w.shape[0], -1).astype(np.int64)
+    zero = np.zeros(wk.shape[0], dtype=np.int64)
+    cols = []
+    for ky in range(p.k_h):
+        for lo, hi in rc.regs:
+            lo_v = wk[:, ky * p.k_w + lo] if lo is not None else zero
+            hi_v = wk[:, ky * p.k_w + hi] if hi is not None else zero
+            cols.append(((lo_v * f) & 0xFFFF) | (((hi_v * f) & 0xFFFF) << 16))
+    q1 = rec[:, 1].astype(np.int64)
+    if plan.mode == UNIFORM:
+        q2, q3 = _derived(plan, s)[0], zero
+    elif plan.mode:
+        q2, q3 = s, _derived(plan, s)[0]
+    else:
+        q2, q3 = s, zero
+    cols += [q1, q2, q3]
+    return (np.stack(cols, axis=1) & 0xFFFFFFFF).astype(np.uint32)
+
+
 def quant_regs(plan: Plan) -> str:
     """C: ``bias, q1, q2, q3`` of the channel (q points at its record, ``s`` = @P@_s[oc])."""
     head = "        const int32_t bias = q[0], q1 = q[1];\n"
@@ -603,25 +636,37 @@ def _body(plan: Plan) -> str:
             wide.append(f"        wb[{ky * len(rc.regs) + r}] = dwk_wpair({lo_s}, {hi_s}, sc);")
     zp16 = (p.in_zp & 0xFFFF) * 0x10001
     steps = _steps(plan)
+    nw = p.k_h * len(rc.regs)
+    wtype = "uint32_t" if plan.hoisted else "int8_t"
+    if plan.hoisted:  # the words :func:`setup_table` computed: a pointer, 4 loads
+        setup = (f"        const uint32_t *wb = wts + {nw + 3} * oc;\n"
+                 "        const int32_t bias = quant[2 * oc];\n"
+                 f"        const int32_t q1 = (int32_t)wb[{nw}], q2 = (int32_t)wb[{nw + 1}], "
+                 f"q3 = (int32_t)wb[{nw + 2}];\n"
+                 "        (void)q1;\n        (void)q2;\n        (void)q3;\n")
+    else:
+        setup = (
+            "        const int32_t *q = quant + 2 * oc, s = ss[oc];\n"
+            f"        const int8_t *wk = wts + {taps} * oc;\n"
+            f"        const int32_t sc = {sc};\n"
+            f"        uint32_t wb[{nw + 3}];\n"
+            + "\n".join(wide) + "\n"
+            + quant_regs(plan) +
+            f"        wb[{nw}] = (uint32_t)q1; /* the record: for the asm steps */\n"
+            f"        wb[{nw + 1}] = (uint32_t)q2;\n"
+            f"        wb[{nw + 2}] = (uint32_t)q3;\n"
+            "        (void)q3;\n")
     chan = (
         "/* the depth-multiplier output channels of input channel c from its plane */\n"
         # why noipa, not noinline: arm-none-eabi-gcc 12.2 -O2 deleted the call of an IPA-CP
         # clone of this function as dead (1x1 kernel, one channel, 2-wide rows: outputs never
         # written); noipa keeps gcc's interprocedural passes off it
         "static void __attribute__((noipa)) @F@_chan(int c, const int16_t *plane, "
-        "int8_t *out,\n    const int8_t *wts, const int32_t *quant, const int8_t *ss)\n{\n"
-        f"    for (int m = 0; m < {plan.mult}; m++) {{\n"
+        f"int8_t *out,\n    const {wtype} *wts, const int32_t *quant, const int8_t *ss)\n{{\n"
+        + ("    (void)ss;\n" if plan.hoisted else "")
+        + f"    for (int m = 0; m < {plan.mult}; m++) {{\n"
         f"        const int oc = c * {plan.mult} + m;\n"
-        "        const int32_t *q = quant + 2 * oc, s = ss[oc];\n"
-        f"        const int8_t *wk = wts + {taps} * oc;\n"
-        f"        const int32_t sc = {sc};\n"
-        f"        uint32_t wb[{p.k_h * len(rc.regs) + 3}];\n"
-        + "\n".join(wide) + "\n"
-        + quant_regs(plan) +
-        f"        wb[{p.k_h * len(rc.regs)}] = (uint32_t)q1; /* the record: for the asm steps */\n"
-        f"        wb[{p.k_h * len(rc.regs) + 1}] = (uint32_t)q2;\n"
-        f"        wb[{p.k_h * len(rc.regs) + 2}] = (uint32_t)q3;\n"
-        "        (void)q3;\n"
+        + setup +
         f"        for (int oy = 0; oy < {p.out_h}; oy++) {{\n"
         f"            const int16_t *row = plane + oy * {p.stride_h * pw};\n"
         f"            int8_t *o = out + oc + oy * {p.out_w * p.out_c};\n"
@@ -646,7 +691,7 @@ def _body(plan: Plan) -> str:
     return (
         gathers + chan
         + "static void __attribute__((noinline)) @F@_dw(const int8_t *in, int8_t *out, "
-        "int16_t *plane,\n    const int8_t *wts, const int32_t *quant, const int8_t *ss)\n{\n"
+        f"int16_t *plane,\n    const {wtype} *wts, const int32_t *quant, const int8_t *ss)\n{{\n"
         + _borders(plan, zp16) + loop + "}\n"
     )
 
@@ -688,6 +733,10 @@ def dw_supported(node: Node, graph: Graph) -> bool:
     return ph * pw * 2 <= MAX_PLANE_BYTES
 
 
+# the largest flash set-up table of a row-called member (:meth:`DepthwiseConv.prepare_rows`)
+MAX_SETUP_TABLE_BYTES = 8192
+
+
 class DepthwiseConv:
     """Depthwise conv per channel on an int16 zero-point-bordered plane, SMLAD tap pairs."""
 
@@ -699,13 +748,26 @@ class DepthwiseConv:
         return core.has_dsp and dw_supported(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        return self._call(node, graph, hoisted=False)
+
+    def prepare_rows(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        """The kernel for a layer of a few rows called many times (a fused chain's member,
+        ``fused_rows``): the channels' set-up words in flash (:func:`setup_table`), so a call
+        pays 4 loads a channel instead of rebuilding them. why the bound: the table is ~4x the
+        int8 weights' flash; a many-channel layer keeps the per-call set-up instead."""
         p = conv_params(node, graph)
         plan = plan_layer(p)
-        w = p.w.reshape(p.w.shape[0], -1)
+        table = p.out_c * (p.k_h * len(plan.rc.regs) + 3) * 4
+        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES)
+
+    def _call(self, node: Node, graph: Graph, hoisted: bool) -> KernelCall:
+        p = conv_params(node, graph)
+        plan = replace(plan_layer(p), hoisted=hoisted)
+        w = setup_table(plan) if hoisted else p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
             sources=("edgenn_dwconv_s8_gen_dsp.h",),
-            arrays=(CArray("w", "int8_t", w), *quant_arrays(plan)),
+            arrays=(CArray("w", "uint32_t" if hoisted else "int8_t", w), *quant_arrays(plan)),
             scratch_bytes=plan.scratch_bytes,
             kernel_name=self.name,
             code=generate(plan),

@@ -16,6 +16,8 @@ in the scratch and pulls rows on demand:
 * the last member writes its rows into the chain output; all members share one scratch
   area for their own kernels' patches (their calls never overlap).
 
+A kernel with a ``prepare_rows`` method (many small calls: per-call set-up from flash, e.g.
+the depthwise-style kernel's weight pairs) is prepared with it instead of ``prepare``.
 So the chain costs the per-layer kernels' cycles plus the row copies, and its RAM is the
 windows plus the largest member scratch instead of the intermediate maps.
 :func:`plan_rows` returns None (the caller then uses the ring kernel of ``fused_chain.py``)
@@ -117,7 +119,10 @@ def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
         g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
-            call = matching_kernel(vn, vg, core).prepare(vn, vg, core)
+            kernel = matching_kernel(vn, vg, core)
+            # why prepare_rows where a kernel has one: its per-call set-up (weight pairs,
+            # requantization constants) comes from flash, paid once per call of g rows here
+            call = getattr(kernel, "prepare_rows", kernel.prepare)(vn, vg, core)
             in_zp = conv_params(vn, vg).in_zp
         except (EdgennError, ValueError, KeyError):
             return None
@@ -196,22 +201,39 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         f"    int lo[{n}], n[{n}];",
         "} @P@_state;",
         "",
-        "/* a padding row: the input zero point in every byte */",
+        "/* a padding row: the input zero point in every byte (whole words: rows are",
+        " * multiples of 4 bytes) */",
         "static void @P@_fill(int8_t *d, int zp, int bytes)",
         "{",
-        "    for (int i = 0; i < bytes; i++) {",
-        "        d[i] = (int8_t)zp;",
+        "    uint32_t *dw = (uint32_t *)(void *)d;",
+        "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+        "    for (int i = 0; i < bytes / 4; i++) {",
+        "        dw[i] = v;",
         "    }",
         "}",
         "",
         "/* word copy of whole rows (multiples of 4 bytes; overlapping only downwards, so a",
-        " * forward copy that loads 4 words before storing them is safe); why 4 at a time:",
-        " * back-to-back loads pipeline (1 cycle each) and the loop overhead is shared */",
-        "static void @P@_copy(int8_t *d, const int8_t *src, int bytes)",
+        " * forward copy that loads a group of words before storing them is safe). why LDM /",
+        " * STM of 8 words: 9 + 9 cycles for 32 bytes on the M4 (the C loop of 4-word groups",
+        " * took ~5 cycles a word); r7 stays out of the list (the frame pointer of -O0",
+        " * builds); noinline: the 8 clobbered registers would make the inlined chain spill */",
+        "static void __attribute__((noinline)) @P@_copy(int8_t *d, const int8_t *src, int bytes)",
         "{",
-        "    uint32_t *dw = (uint32_t *)d;",
-        "    const uint32_t *sw = (const uint32_t *)src;",
+        "    uint32_t *dw = (uint32_t *)(void *)d;",
+        "    const uint32_t *sw = (const uint32_t *)(const void *)src;",
         "    const uint32_t *end = sw + bytes / 4;",
+        "#if EDGENN_HAVE_DSP",
+        "    /* LDM / STM fault on unaligned words (the chain input may be a caller's buffer) */",
+        "    int groups = ((uintptr_t)sw | (uintptr_t)dw) & 3u ? 0 : bytes / 32;",
+        "    for (; groups > 0; groups--) {",
+        "        __asm__ volatile(\"ldmia %[s]!, {r4, r5, r6, r8, r9, r10, r11, r12}\\n\\t\"",
+        "                         \"stmia %[d]!, {r4, r5, r6, r8, r9, r10, r11, r12}\"",
+        "                         : [s] \"+r\"(sw), [d] \"+r\"(dw)",
+        "                         :",
+        "                         : \"r4\", \"r5\", \"r6\", \"r8\", \"r9\", \"r10\", \"r11\", "
+        "\"r12\", \"memory\");",
+        "    }",
+        "#endif",
         "    for (; sw + 4 <= end; sw += 4, dw += 4) {",
         "        const uint32_t a = sw[0], b = sw[1], c = sw[2], e = sw[3];",
         "        dw[0] = a;",
