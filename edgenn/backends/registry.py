@@ -1,7 +1,8 @@
 """Backends register themselves here: a name, a typed options dataclass and a compile function.
 
 This module never imports a backend: each backend's ``backend.py`` imports it and registers
-itself, and ``edgenn.backends.targets`` imports every backend and looks targets up.
+itself, and ``edgenn.backends.targets`` imports the backend of the target asked for and looks
+it up.
 ``edgenn.api.compile_model`` looks the target up, turns keyword options into the backend's
 options dataclass (an unknown option is a one-line error naming the target and the options it
 takes) and calls its compile function. The CLI derives nothing by target name.
@@ -71,5 +72,6 @@ def register_backend(backend: Backend) -> Backend:
 
 
 def registered() -> dict[str, Backend]:
-    """The backends registered so far, by name (``edgenn.backends.targets`` has them all)."""
+    """The backends registered so far, by name (``edgenn.backends.targets.get_backend`` imports
+    the one it is asked for first)."""
     return dict(_BACKENDS)

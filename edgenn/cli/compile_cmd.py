@@ -12,9 +12,7 @@ from edgenn.backends.cortexm.bench_report import flash_summary
 from edgenn.backends.cortexm.codegen.names import c_identifier
 from edgenn.backends.cortexm.executable import CortexMExecutable
 from edgenn.backends.cortexm.targets import CORES
-from edgenn.backends.host.backend import HostOptions
 from edgenn.backends.targets import get_backend
-from edgenn.backends.vta.backend import VtaOptions
 from edgenn.cli.console import console, table
 from edgenn.cli.options import (
     add_flags,
@@ -68,21 +66,29 @@ def add_fusion_options(p: argparse.ArgumentParser) -> None:
 
 def add_vta_options(p: argparse.ArgumentParser) -> None:
     """The accelerator's board and GEMM schedule, for ``--target vta`` (docs/vta_network.md)."""
+    from edgenn.backends.vta.backend import VtaOptions  # why here: `compile` never needs VTA
+
     add_flags(p, VtaOptions)
 
 
 def add_host_options(p: argparse.ArgumentParser) -> None:
     """Threads, schedules and emulated big.LITTLE for ``--target host`` (docs/host.md)."""
+    from edgenn.backends.host.backend import HostOptions  # why here: `compile` never needs it
+
     add_flags(p, HostOptions)
 
 
 def vta_options(args: argparse.Namespace) -> dict[str, Any]:
     """``VtaOptions`` from the flags of :func:`add_vta_options`."""
+    from edgenn.backends.vta.backend import VtaOptions
+
     return flag_values(args, VtaOptions)
 
 
 def host_options(args: argparse.Namespace) -> dict[str, Any]:
     """``HostOptions`` from the flags of :func:`add_host_options` (``--schedule`` parsed)."""
+    from edgenn.backends.host.backend import HostOptions
+
     return flag_values(args, HostOptions)
 
 
