@@ -59,7 +59,13 @@ def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int
 
 def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
                  timeout: float | None) -> None:
-    """Compile (source, object, flags) jobs in parallel; the first failure raises."""
+    """Compile (source, object, flags) jobs in parallel; the first failure raises.
+
+    Why the largest sources first: the model's C (compiled twice, with and without the layer
+    hook) takes most of the time; started last behind the small kernel files, it would run
+    alone on one core at the end (longest-first keeps both cores busy to the end)."""
+    jobs = sorted(jobs, key=lambda job: -(cwd / job[0]).stat().st_size)
+
     def compile_one(job: tuple[str, str, list[str]]) -> None:
         src, obj, cflags = job
         run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
