@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +150,21 @@ def test_compile_measures_its_trial_builds_within_4_gib_of_address_space(
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-500:]
     assert (tmp_path / "fw" / "build" / "model.elf").is_file()
+
+
+def test_prefetch_builds_the_prediction_and_its_neighbour_and_changes_nothing() -> None:
+    # the layers of the test above; prefetch is asked for the two builds the policy measures
+    # when the prediction is right, and the answer is the one without prefetch
+    base = Measured(1500, [100] * 5, [200] * 5)
+    compacted = Measured(1020, [100 + (4 - i) * 10 for i in range(5)], [100] * 5)
+    prefetched: list[Sequence[frozenset[int]]] = []
+    probes: list[frozenset[int]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 + 20 - 100 * len(layers), [0] * 5)
+
+    got = compact_prefix(base, compacted, 1320, measure_prefix, prefetched.append)
+    assert got == {4, 3} == compact_prefix(base, compacted, 1320, measure_prefix)
+    assert prefetched == [[{4, 3}, {4}]]
+    assert probes[:2] == [{4, 3}, {4}]

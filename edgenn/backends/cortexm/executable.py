@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -474,19 +475,53 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             remember()
         return Measured(flash, LazySequence(layer_cycles), LazySequence(layer_flash))
 
-    def measure(compact_layers: frozenset[int]) -> Measured:
-        """A trial build: a temporary folder, the measured settings."""
+    generated: dict[frozenset[int], tuple[Any, Project]] = {}  # by prefetch, not measured yet
+
+    def trial_project(compact_layers: frozenset[int]) -> tuple[Any, Project]:
+        """A trial's temporary folder and project: the measured settings."""
+        if compact_layers in generated:
+            return generated.pop(compact_layers)
         # why the probe's flash: the policy measures builds larger than the device too (the
         # fast build, before it compacts); the device is checked on the final build below
         tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
-        project = generate_in(tmp.name, compact_layers, measured, PROBE_KB)
+        return tmp, generate_in(tmp.name, compact_layers, measured, PROBE_KB)
+
+    def trial_build(compact_layers: frozenset[int], tmp: Any,
+                    project: Project) -> CortexMExecutable:
+        elf = build_project(project, archive=False, device=device, label=label)
+        trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
+        return trial[compact_layers]
+
+    def measure(compact_layers: frozenset[int]) -> Measured:
+        """A trial build (unless ``prefetch`` built it already)."""
+        tmp, project = trial_project(compact_layers)
 
         def build() -> CortexMExecutable:
-            elf = build_project(project, archive=False, device=device, label=label)
-            trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
-            return trial[compact_layers]
+            if compact_layers in trial:
+                return trial[compact_layers]
+            return trial_build(compact_layers, tmp, project)
 
         return measured_build(project, build)
+
+    def prefetch(choices: Sequence[frozenset[int]]) -> None:
+        """Generate the trials of ``choices`` one by one (Python), then build those the trial
+        cache does not know side by side (gcc, one thread each). A build that fails here is
+        dropped: ``measure`` builds it again if it is needed, and reports the failure then."""
+        todo = []
+        for compact_layers in choices:
+            if compact_layers in trial or compact_layers in generated:
+                continue
+            generated[compact_layers] = tmp, project = trial_project(compact_layers)
+            key = trial_cache.trial_key(project.out_dir, find_compiler(), _bench_inputs(graph))
+            if not isinstance((trial_cache.load(key) or {}).get("flash_bytes"), int):
+                todo.append((compact_layers, tmp, project))
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+            futures = [pool.submit(trial_build, *job) for job in todo]
+        for (compact_layers, _, _), future in zip(todo, futures, strict=True):
+            if future.exception() is not None:
+                trial.pop(compact_layers, None)
 
     def fast_in_place(directory: str | Path) -> tuple[CortexMExecutable | None, Measured | None]:
         """The fast build in ``directory`` with the final settings, when it links and its
@@ -515,7 +550,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         # over the budget, its figures are the policy's measurement of the fast build
         exe, fast = fast_in_place(out_dir)
     if exe is None:
-        compact_layers = plan_code_size(graph, measure, budget, compact, fast)
+        compact_layers = plan_code_size(graph, measure, budget, compact, fast, prefetch)
         reuse = out_dir is None and final == measured and compact_layers in trial
         # why reuse only then: a trial is a temporary folder with the measured settings
         exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)
