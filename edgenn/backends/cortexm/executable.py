@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -431,9 +432,15 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     budget = _flash_budget(graph, device)
     trial: dict[frozenset[int], CortexMExecutable] = {}
 
-    def measured_build(project: Project, build: Callable[[], CortexMExecutable]) -> Measured:
+    background: list[threading.Thread] = []  # emulations started ahead of their reading
+
+    def measured_build(project: Project, build: Callable[[], CortexMExecutable],
+                       emulate_over: int | None = None) -> Measured:
         """The figures of ``project`` (built by ``build`` when a figure is not in the trial
-        cache, once): flash now, per-layer cycles and flash when first read."""
+        cache, once): flash now, per-layer cycles and flash when first read. Flash over
+        ``emulate_over``: the cycles are emulated on a thread from now on (the policy reads
+        them after its next build, whose gcc runs meanwhile); the figures are the same, they
+        and the cache are written in the reading thread, an emulation error raised there."""
         inputs = _bench_inputs(graph)
         key = trial_cache.trial_key(project.out_dir, find_compiler(), inputs)
         known = trial_cache.load(key) or {}
@@ -449,14 +456,31 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             trial_cache.store(key, flash, cycles if isinstance(cycles, list) else None,
                               layers if isinstance(layers, list) else None)
 
+        def emulated() -> list[int]:
+            result = exe().emulate(*inputs)
+            exe().release_emulator()
+            return [layer.cycles if layer.cycles is not None else layer.instructions
+                    for layer in result.layers]
+
+        ahead: dict[str, Any] = {}
+
+        def emulate_ahead() -> None:
+            try:
+                ahead["cycles"] = emulated()
+            except BaseException as err:  # re-raised where the cycles are read
+                ahead["error"] = err
+
         def layer_cycles() -> list[int]:
             cached = known.get("layer_cycles")
             if isinstance(cached, list):
                 return [int(v) for v in cached]
-            result = exe().emulate(*inputs)
-            exe().release_emulator()
-            cycles = [layer.cycles if layer.cycles is not None else layer.instructions
-                      for layer in result.layers]
+            if thread is not None:
+                thread.join()
+                if "error" in ahead:
+                    raise ahead["error"]
+                cycles = ahead["cycles"]
+            else:
+                cycles = emulated()
             known["layer_cycles"] = cycles
             remember()
             return cycles
@@ -473,6 +497,13 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         flash = cached_flash if isinstance(cached_flash, int) else exe().sizes()["flash"]
         if cached_flash is None:
             remember()
+        thread = None
+        if (emulate_over is not None and flash > emulate_over
+                and not isinstance(known.get("layer_cycles"), list)):
+            thread = threading.Thread(target=emulate_ahead, name="edgenn-trial-cycles",
+                                      daemon=True)
+            thread.start()
+            background.append(thread)
         return Measured(flash, LazySequence(layer_cycles), LazySequence(layer_flash))
 
     generated: dict[frozenset[int], tuple[Any, Project]] = {}  # by prefetch, not measured yet
@@ -536,7 +567,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             return made[0]
 
         try:
-            fast = measured_build(project, build)
+            fast = measured_build(project, build, emulate_over=budget)
             if fast.flash_bytes > budget:
                 return None, fast
             return (made[0] if made else build()), None
@@ -550,7 +581,11 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         # over the budget, its figures are the policy's measurement of the fast build
         exe, fast = fast_in_place(out_dir)
     if exe is None:
-        compact_layers = plan_code_size(graph, measure, budget, compact, fast, prefetch)
+        try:
+            compact_layers = plan_code_size(graph, measure, budget, compact, fast, prefetch)
+        finally:
+            for thread in background:  # an emulation the policy did not need: let it end
+                thread.join()
         reuse = out_dir is None and final == measured and compact_layers in trial
         # why reuse only then: a trial is a temporary folder with the measured settings
         exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)
