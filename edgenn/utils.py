@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from edgenn.outputs import atomic_file
+
+
+def user_cache_dir(*parts: str) -> Path:
+    """``$XDG_CACHE_HOME/edgenn/PARTS`` (``~/.cache`` when unset): where edgenn keeps what it
+    can rebuild (host kernel builds, measured trial firmwares, the default tuning database)."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root.joinpath("edgenn", *parts)
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:

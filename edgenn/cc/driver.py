@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from edgenn.errors import ToolchainError
@@ -51,6 +52,18 @@ def find_tool(names: Sequence[str], what: str, package: str, path: str | None = 
             return found
     raise ToolchainError(f"no {what} ({', '.join(names)}) found: install it with "
                          f"`apt-get install {package}`")
+
+
+@lru_cache(maxsize=8)
+def compiler_identity(compiler: str) -> str:
+    """``compiler`` and the first line of its ``--version``: part of every key of a cache of
+    what it built (host shared objects, measured trial firmwares)."""
+    try:
+        res = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+    except OSError as err:
+        raise ToolchainError(f"cannot run the compiler {compiler}: {err.strerror}") from None
+    lines = (res.stdout or res.stderr).strip().splitlines()
+    return f"{compiler} {lines[0] if lines else '?'}"
 
 
 def first_error(log: str, cwd: str | os.PathLike[str] | None = None) -> str:

@@ -23,15 +23,15 @@ import ctypes
 import hashlib
 import os
 import platform
-import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from edgenn.cc.driver import DEFAULT_TIMEOUT_S, find_tool, run_tool
+from edgenn.cc.driver import DEFAULT_TIMEOUT_S, compiler_identity, find_tool, run_tool
 from edgenn.errors import ToolchainError
+from edgenn.utils import user_cache_dir
 
 INSTALL_PACKAGE = "gcc"  # Debian
 CANDIDATES = ("cc", "gcc", "clang")
@@ -59,8 +59,8 @@ class Source:
 
 
 def default_cache_dir() -> Path:
-    """``~/.cache/edgenn/host``."""
-    return Path.home() / ".cache" / "edgenn" / "host"
+    """``~/.cache/edgenn/host`` (``edgenn.utils.user_cache_dir``)."""
+    return user_cache_dir("host")
 
 
 def find_host_compiler(cc: str | None = None, path: str | None = None) -> str:
@@ -76,18 +76,6 @@ def compiler_available(cc: str | None = None, path: str | None = None) -> bool:
     except ToolchainError:
         return False
     return True
-
-
-@lru_cache(maxsize=8)
-def compiler_identity(compiler: str) -> str:
-    """The first line of ``compiler --version`` (part of every cache key)."""
-    try:
-        res = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
-    except OSError as err:
-        raise ToolchainError(f"cannot run the host C compiler {compiler}: {err.strerror}") \
-            from None
-    lines = (res.stdout or res.stderr).strip().splitlines()
-    return f"{compiler} {lines[0] if lines else '?'}"
 
 
 @lru_cache(maxsize=1)

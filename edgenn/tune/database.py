@@ -35,14 +35,14 @@ from edgenn.tune.claims import ClaimTable
 from edgenn.tune.codec import from_json
 from edgenn.tune.errors import TuningDatabaseError
 from edgenn.tune.space import Point, point_key
+from edgenn.utils import user_cache_dir
 
 STUDY_NAME_CHARS = 512  # optuna's studies.study_name column
 
 
 def default_db_url() -> str:
     """``sqlite:///$XDG_CACHE_HOME/edgenn/tuning.db`` (``~/.cache`` when unset)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return f"sqlite:///{cache / 'edgenn' / 'tuning.db'}"
+    return f"sqlite:///{user_cache_dir('tuning.db')}"
 
 
 def normalize_url(db: str | os.PathLike[str] | None) -> str:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edgenn.cc.driver import run_tool
-from edgenn.utils import atomic_write_bytes
+from edgenn.cc.driver import compiler_identity
+from edgenn.utils import atomic_write_bytes, user_cache_dir
 from edgenn.version import edgenn_version
 
 ENV = "EDGENN_TRIAL_CACHE"  # a folder, or "off"
@@ -38,17 +38,7 @@ def cache_dir() -> Path | None:
     setting = os.environ.get(ENV, "")
     if setting.lower() in ("off", "0", "no"):
         return None
-    if setting:
-        return Path(setting)
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "edgenn" / "cortexm-trials"
-
-
-@lru_cache(maxsize=4)
-def _compiler_identity(compiler: str) -> str:
-    """``compiler`` (a full path) and the first line of its ``--version``."""
-    lines = run_tool([compiler, "--version"], f"{compiler} --version", timeout=60).stdout
-    return f"{compiler} {(lines.splitlines() or ['?'])[0]}"
+    return Path(setting) if setting else user_cache_dir("cortexm-trials")
 
 
 @lru_cache(maxsize=1)
@@ -68,7 +58,7 @@ def trial_key(project_dir: Path, compiler: str, inputs: Sequence[np.ndarray]) ->
         h.update(data)
 
     part("edgenn", edgenn_version().encode())
-    part("compiler", _compiler_identity(compiler).encode())
+    part("compiler", compiler_identity(compiler).encode())
     part("cycle model", _cycle_model_source())
     for path in sorted(p for p in project_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(project_dir)

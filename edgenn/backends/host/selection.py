@@ -18,6 +18,7 @@ from edgenn.backends.host.schedule import ScheduleError, ThreadSchedule, default
 from edgenn.backends.host.topology import Topology
 from edgenn.errors import EdgennError
 from edgenn.ir import Graph, Node
+from edgenn.utils import user_cache_dir
 
 MODES = ("tuned", "default")
 
@@ -33,21 +34,9 @@ class LayerChoice:
 
 
 def default_db_url() -> str:
-    """The tuning database used when none is given (the tuner's default)."""
-    try:
-        from edgenn.tune import database
-    except ImportError:  # the tuner is optional at run time
-        return "sqlite:///" + str(_fallback_db_path())
-    url = getattr(database, "DEFAULT_DB_URL", None) or getattr(database, "default_db_url", None)
-    if callable(url):
-        return str(url())
-    return str(url) if url else "sqlite:///" + str(_fallback_db_path())
-
-
-def _fallback_db_path() -> Any:
-    from pathlib import Path
-
-    return Path.home() / ".cache" / "edgenn" / "tuning.db"
+    """The tuning database used when none is given: the tuner's default
+    (``edgenn.tune.database.default_db_url``, the same folder), without importing the tuner."""
+    return f"sqlite:///{user_cache_dir('tuning.db')}"
 
 
 class Selector:
