@@ -433,6 +433,16 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     trial: dict[frozenset[int], CortexMExecutable] = {}
 
     background: list[threading.Thread] = []  # emulations started ahead of their reading
+    inputs = _bench_inputs(graph)  # seeded: the same for every trial
+    # trial-cache key of each generated project, hashed once (by object: a folder may be
+    # generated again with other contents; the entry keeps its project, so ids stay unique)
+    keys: dict[int, tuple[Project, str]] = {}
+
+    def key_of(project: Project) -> str:
+        if id(project) not in keys:
+            keys[id(project)] = project, trial_cache.trial_key(project.out_dir, find_compiler(),
+                                                               inputs)
+        return keys[id(project)][1]
 
     def measured_build(project: Project, build: Callable[[], CortexMExecutable],
                        emulate_over: int | None = None) -> Measured:
@@ -441,8 +451,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         ``emulate_over``: the cycles are emulated on a thread from now on (the policy reads
         them after its next build, whose gcc runs meanwhile); the figures are the same, they
         and the cache are written in the reading thread, an emulation error raised there."""
-        inputs = _bench_inputs(graph)
-        key = trial_cache.trial_key(project.out_dir, find_compiler(), inputs)
+        key = key_of(project)
         known = trial_cache.load(key) or {}
         built: list[CortexMExecutable] = []
 
@@ -543,8 +552,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             if compact_layers in trial or compact_layers in generated:
                 continue
             generated[compact_layers] = tmp, project = trial_project(compact_layers)
-            key = trial_cache.trial_key(project.out_dir, find_compiler(), _bench_inputs(graph))
-            if not isinstance((trial_cache.load(key) or {}).get("flash_bytes"), int):
+            if not isinstance((trial_cache.load(key_of(project)) or {}).get("flash_bytes"), int):
                 todo.append((compact_layers, tmp, project))
         if len(todo) < 2:
             return
