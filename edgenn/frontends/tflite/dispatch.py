@@ -16,7 +16,8 @@ from edgenn.frontends.tflite.registry import CONVERTERS
 from edgenn.ir.tflite_enums import OP, enum_name
 
 
-def _op_type_name(code: int, custom: str) -> str:
+def op_type_name(code: int, custom: str) -> str:
+    """The TFLite operator type (``CONV_2D``; ``CUSTOM:name``) of an opcode."""
     if code == OP.CUSTOM:
         return f"CUSTOM:{custom}" if custom else "CUSTOM"
     name = enum_name(OP, code)
@@ -38,12 +39,12 @@ def convert_operator(b: Builder, op: RawOperator) -> None:
     if convert is None:
         raise UnsupportedOperatorError(
             f"{b.file}: node {b.op_name(op)!r}: unsupported operator "
-            f"{_op_type_name(op.opcode, op.custom_code)!r}{_type_note(b.raw, op.inputs)}"
+            f"{op_type_name(op.opcode, op.custom_code)!r}{_type_note(b.raw, op.inputs)}"
         )
     for index in op.outputs:
         if index >= 0 and 0 in b.raw.tensors[index].shape:
             raise ModelFormatError(
                 f"{b.file}: node {b.op_name(op)!r}: output {b.names[index]!r} of "
-                f"{_op_type_name(op.opcode, op.custom_code)} has the empty shape "
+                f"{op_type_name(op.opcode, op.custom_code)} has the empty shape "
                 f"{list(b.raw.tensors[index].shape)}")
     convert(b, op)

@@ -9,11 +9,13 @@ firmware, e.g. the TensorFlow Lite Micro + CMSIS-NN builds of
 - it calls a global function (``mark`` by default; argument in r0) around the region to time:
   every entry of it is recorded as ``(r0, instructions, cycles)``, on entry, exactly as
   edgenn's layer marks are, so the cycles between two marks compare with edgenn's figures;
-- it stops on ``bkpt`` (the immediate says why; the TFLM harness uses 0 for success) or by
-  returning from the reset handler.
+- it stops on ``bkpt`` (the immediate says why; the TFLM harness uses 0 for success), by
+  returning from the reset handler, or (``halt_symbol``) when the PC reaches a named function
+  (the operator-fixture harness's ``edgenn_halt``, a ``bkpt`` loop).
 
-Nothing is written into the image: the firmware runs on the inputs embedded in it; read its
-results afterwards with :meth:`Firmware.read`.
+Nothing is written into the image: the firmware runs on the inputs embedded in it, or on what
+:meth:`Firmware.write` put into RAM before the run (the operator-fixture harness reads its
+input from a fixed address); read its results afterwards with :meth:`Firmware.read`.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class FirmwareRun:
     marks: list[tuple[int, int, int]] = field(default_factory=list)  # (r0, instructions, cycles)
     breakpoint: int | None = None  # BKPT immediate; None if the reset handler returned
     stop_pc: int = 0
+    halted: bool = False  # True: stopped on reaching ``halt_symbol``
 
     def cycles_between(self, first: int = 0, second: int = 1) -> int:
         """Cycles from the first ``mark(first)`` to the next ``mark(second)`` after it."""
@@ -71,7 +74,8 @@ class Firmware:
     """A foreign firmware ELF loaded into the emulator; :meth:`run` boots it once."""
 
     def __init__(self, elf_path: str | Path, core: str | Core = "cortex-m4", *,
-                 mark_symbol: str = "mark", max_instructions: int = 2_000_000_000):
+                 mark_symbol: str = "mark", halt_symbol: str | None = None,
+                 max_instructions: int = 2_000_000_000):
         self.core = core if isinstance(core, Core) else get_core(core)
         self.elf = ElfImage(elf_path)
         self.max_instructions = max_instructions
@@ -80,6 +84,7 @@ class Firmware:
             raise EdgennError(f"{self.elf.path}: no vector table at 0x00000000")
         self._initial_sp = int.from_bytes(image.data[0:4], "little")
         self._reset = int.from_bytes(image.data[4:8], "little") & ~1
+        self._halt = self.elf.symbol(halt_symbol) & ~1 if halt_symbol else None
         watch = {self.elf.symbol(mark_symbol): WATCH_MARK}
         # why: only named handlers are watched. A minimal vector table (SP + reset, as in the
         # TFLM harness) is followed by code, so its later words are not handler addresses.
@@ -98,6 +103,16 @@ class Firmware:
         self._interrupt: int | None = None
         self.board.uc.hook_add(self.board.unicorn.UC_HOOK_INTR, self._on_interrupt)
         self._ran = False
+        self._ram_writes: list[tuple[int, bytes]] = []
+
+    def write(self, address: int, data: bytes) -> None:
+        """Put ``data`` at ``address`` (RAM) before the run, after the image is loaded."""
+        if self._ran:
+            raise EdgennError(f"{self.elf.path.name}: write before run()")
+        ram = RAM_BASE, RAM_BASE + self.board.ram_bytes
+        if not (ram[0] <= address and address + len(data) <= ram[1]):
+            raise EdgennError(f"{self.elf.path.name}: 0x{address:08x}+{len(data)} is not in RAM")
+        self._ram_writes.append((address, bytes(data)))
 
     def run(self) -> FirmwareRun:
         """Boot from the reset vector and run until BKPT (or the reset handler returns)."""
@@ -106,10 +121,13 @@ class Firmware:
         self._ran = True
         for seg in self.elf.segments:
             self.board.write_flash(seg.paddr, seg.data)
+        for address, data in self._ram_writes:
+            self.board.uc.mem_write(address, data)
         self._interrupt = None
         self.board.set_reg("sp", self._initial_sp)
         self.board.set_reg("lr", TRAP | 1)
-        stats, error = self.board.run(self._reset, TRAP)
+        stop = TRAP if self._halt is None else self._halt
+        stats, error = self.board.run(self._reset, stop)
         pc = self.board.reg("pc")
         where = f"{self.elf.function_at(pc)} (pc 0x{pc:08x})"
         if self.board.memory_fault is not None:
@@ -124,6 +142,10 @@ class Firmware:
             raise EmulatorFault(f"runaway: more than {self.max_instructions:,} instructions, "
                                 f"stopped in {where}", pc, self.elf.function_at(pc))
         breakpoint_imm = None
+        if self._halt is not None and self._interrupt is None and error is None \
+                and pc == self._halt:
+            return FirmwareRun(stats.instructions, stats.cycles, list(stats.marks), None, pc,
+                               halted=True)
         if self._interrupt is not None:
             halfword = int.from_bytes(self.board.uc.mem_read(pc, 2), "little")
             if self._interrupt != EXCP_BKPT or halfword & _BKPT_MASK != _BKPT_OPCODE:
