@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, matching_kernel
+from edgenn.backends.cortexm.kernels import window_conv
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
@@ -55,6 +56,9 @@ class MemberRows:
     win_off: int  # window offset in the scratch
     g: int = 1  # output rows per kernel call
     g_prev: int = 1  # rows the previous member delivers per call
+    wide: bool = False  # an int16 window read by the window_conv kernel (below)
+    pl_off: int = 0  # wide: int16 values before a window row's interior (left padding)
+    row_elems: int = 0  # wide: int16 values of a window row (padding columns included)
 
     @property
     def need(self) -> int:
@@ -65,6 +69,12 @@ class MemberRows:
     def cap(self) -> int:
         """Window rows: one call's plus what the previous member's last call ran ahead."""
         return self.need + self.g_prev - 1
+
+    @property
+    def window_bytes(self) -> int:
+        if not self.windowed:
+            return 0
+        return _align16(self.cap * (2 * self.row_elems if self.wide else self.in_row))
 
 
 @dataclass(frozen=True)
@@ -95,12 +105,30 @@ def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
     return vn, vg, pt
 
 
+def _wide_members(node: Node, graph: Graph, core: Core) -> list[bool]:
+    """Which members can read an int16 window (window_conv.window_plan)."""
+    members: tuple[Node, ...] = tuple(node.attr("members"))
+    inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
+    out = []
+    for k, m in enumerate(members):
+        x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
+        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        try:
+            vn, vg, _ = _virtual_member(m, x, y, graph, 1)
+            ok = window_conv.window_plan(conv_params(vn, vg), core) is not None
+        except (EdgennError, ValueError, KeyError):
+            ok = False
+        out.append(ok)
+    return out
+
+
 def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
     calls: list[KernelCall] = []
     g_prev = 1
+    wide = _wide_members(node, graph, core)
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
         y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
@@ -117,34 +145,91 @@ def plan_rows(node: Node, graph: Graph, core: Core) -> RowsPlan | None:
         # consumer pulls its rows in order (stride 1) and the rows come in whole pairs
         nxt = members[k + 1] if k + 1 < len(members) else None
         g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
+        # why 1 row per call around an int16 window: the window_conv kernel has no per-call
+        # set-up, and every extra row in flight is a whole int16 row of its ring (measured
+        # on a 1-channel producer too: 2 rows per call was no faster)
+        if wide[k] or (k + 1 < len(members) and wide[k + 1]):
+            g = 1
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
             kernel = matching_kernel(vn, vg, core)
             # why prepare_rows where a kernel has one: its per-call set-up (weight pairs,
             # requantization constants) comes from flash, paid once per call of g rows here
             call = getattr(kernel, "prepare_rows", kernel.prepare)(vn, vg, core)
-            in_zp = conv_params(vn, vg).in_zp
+            vp = conv_params(vn, vg)
         except (EdgennError, ValueError, KeyError):
             return None
         kh = graph.tensor(m.inputs[1]).shape[1]
         sh = int(m.attr("strides")[0])
         windowed = k > 0 or pt > 0 or (out_h - 1) * sh + kh > in_h
-        rows.append(MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c,
-                               int(in_zp), windowed, 0, g, g_prev))
+        r = MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c, int(vp.in_zp),
+                       windowed, 0, g, g_prev)
+        wp = window_conv.window_plan(vp, core) if wide[k] else None
+        if wp is not None:
+            r = replace(r, windowed=True, wide=True, pl_off=vp.pad_l * in_c,
+                        row_elems=wp.row_elems)
+            call = KernelCall(call="", sources=("edgenn_conv_s8_gemm_dsp.h",),
+                              arrays=window_conv.arrays(wp), kernel_name=window_conv.NAME,
+                              code=window_conv.generate(wp))
+        rows.append(r)
         calls.append(call)
         g_prev = g
     off = _align16(max(c.scratch_bytes for c in calls))
     placed = []
     for r in rows:
         placed.append(replace(r, win_off=off))
-        if r.windowed:
-            off += _align16(r.cap * r.in_row)
+        off += r.window_bytes
     return RowsPlan(tuple(placed), tuple(calls), off)
+
+
+def _wide_member_code(k: int, r: MemberRows) -> str:
+    """C of a wide member k: the ring of int16 rows topped up (row ``j`` of the padded input
+    in slot ``j % cap``; no sliding copy), then one window_conv call per output row with
+    the KH row pointers hoisted. A computed row: the previous member writes its int8 row(s)
+    into the interior of the row's slot, which is then widened in place (backwards; a
+    second row of the same call forwards into the next slot), so no int8 row buffer."""
+    pre = f"@P@_m{k}"
+    if k == 0:
+        fill = (f"@P@_widen(w + {r.pl_off}, s->in + (hi - {r.pad_t}) * {r.in_row}, "
+                f"{r.in_row});\n            hi++;")
+    else:
+        second = (f"@P@_widen(win + ((hi + 1) % {r.cap}) * {r.row_elems} + {r.pl_off}, "
+                  f"d8 + {r.in_row}, {r.in_row});\n            " if r.g_prev == 2 else "")
+        fill = (f"int8_t *d8 = (int8_t *)(void *)(w + {r.pl_off});\n"
+                f"            @P@_row{k - 1}(s, hi - {r.pad_t}, d8);\n"
+                f"            {second}@P@_widen_back(w + {r.pl_off}, {r.in_row});\n"
+                f"            hi += {r.g_prev};")
+    return "\n".join([
+        f"static void @P@_row{k}(@P@_state *s, int oy, int8_t *dst)", "{",
+        f"    int16_t *win = (int16_t *)(void *)(s->scr + {r.win_off});",
+        f"    const int j0 = oy * {r.sh};",
+        f"    int hi = s->n[{k}];",
+        f"    while (hi < j0 + {r.need}) {{",
+        f"        int16_t *w = win + (hi % {r.cap}) * {r.row_elems};",
+        f"        if (hi < {r.pad_t} || hi >= {r.pad_t + r.in_h}) {{",
+        f"            @P@_fill16(w, {r.in_zp}, {r.row_elems});",
+        "            hi++;",
+        "        } else {",
+        f"            {fill}",
+        "        }",
+        "    }",
+        f"    s->n[{k}] = hi;",
+        f"    for (int r = 0; r < {r.g}; r++) {{",
+        f"        const int16_t *rp[{r.kh}];",
+        f"        for (int ky = 0; ky < {r.kh}; ky++) {{",
+        f"            rp[ky] = win + ((j0 + r * {r.sh} + ky) % {r.cap}) * {r.row_elems};",
+        "        }",
+        f"        {pre}_wrow(rp, dst + r * {r.out_row}, {pre}_w, {pre}_quant);",
+        "    }",
+        "}",
+    ])
 
 
 def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
     """C of member k: its output rows ``oy`` .. ``oy + g - 1`` into ``dst`` (window slid
     first)."""
+    if r.wide:
+        return _wide_member_code(k, r)
     pre = f"@P@_m{k}"
     names = {a.name: f"{pre}_{a.name}" for a in call.arrays}
     stmt = call.call.format_map({
@@ -189,6 +274,44 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
     return "\n".join(lines)
 
 
+_WIDE_HELPERS = [
+    "",
+    "/* int16 rows of a window_conv member: zero point in every value (whole words) */",
+    "static void @P@_fill16(int16_t *d, int zp, int n)",
+    "{",
+    "    uint32_t *dw = (uint32_t *)(void *)d;",
+    "    const uint32_t v = (uint32_t)(uint16_t)zp * 0x10001u;",
+    "    for (int i = 0; i < n / 2; i++) {",
+    "        dw[i] = v;",
+    "    }",
+    "}",
+    "",
+    "/* int8 -> int16, every 4 channels as (c0, c2, c1, c3): SXTB16 and SXTB16 ROR 8 of a word",
+    " * (bytes a multiple of 4) */",
+    "static void __attribute__((unused)) @P@_widen(int16_t *d, const int8_t *src, int bytes)",
+    "{",
+    "    uint32_t *dw = (uint32_t *)(void *)d;",
+    "    for (int i = 0; i < bytes / 4; i++) {",
+    "        const uint32_t v = edgenn_load32(src + 4 * i);",
+    "        dw[2 * i] = edgenn_sxtb16(v);",
+    "        dw[2 * i + 1] = cgemm_sxtb16_ror8(v);",
+    "    }",
+    "}",
+    "",
+    "/* the same in place: the int8 values at the start of d; backwards, so that word i is",
+    " * read before words 2i, 2i + 1 are written */",
+    "static void __attribute__((unused)) @P@_widen_back(int16_t *d, int bytes)",
+    "{",
+    "    uint32_t *dw = (uint32_t *)(void *)d;",
+    "    for (int i = bytes / 4 - 1; i >= 0; i--) {",
+    "        const uint32_t v = dw[i];",
+    "        dw[2 * i + 1] = cgemm_sxtb16_ror8(v);",
+    "        dw[2 * i] = edgenn_sxtb16(v);",
+    "    }",
+    "}",
+]
+
+
 def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
     """The fused chain's KernelCall: the members' code and arrays plus the row driver."""
     n = len(plan.members)
@@ -203,7 +326,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "",
         "/* a padding row: the input zero point in every byte (whole words: rows are",
         " * multiples of 4 bytes) */",
-        "static void @P@_fill(int8_t *d, int zp, int bytes)",
+        "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
         "{",
         "    uint32_t *dw = (uint32_t *)(void *)d;",
         "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
@@ -217,7 +340,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         " * STM of 8 words: 9 + 9 cycles for 32 bytes on the M4 (the C loop of 4-word groups",
         " * took ~5 cycles a word); r7 stays out of the list (the frame pointer of -O0",
         " * builds); noinline: the 8 clobbered registers would make the inlined chain spill */",
-        "static void __attribute__((noinline)) @P@_copy(int8_t *d, const int8_t *src, int bytes)",
+        "static void __attribute__((noinline, unused)) @P@_copy(int8_t *d, const int8_t *src, int bytes)",
         "{",
         "    uint32_t *dw = (uint32_t *)(void *)d;",
         "    const uint32_t *sw = (const uint32_t *)(const void *)src;",
@@ -246,6 +369,8 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         "}",
     ]
+    if any(r.wide for r in plan.members):
+        code += _WIDE_HELPERS
     for k, (r, c) in enumerate(zip(plan.members, plan.calls, strict=True)):
         arrays += [replace(a, name=f"m{k}_{a.name}") for a in c.arrays]
         sources += [s for s in c.sources if s not in sources]
@@ -263,6 +388,8 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "        s.lo[k] = 0;",
         "        s.n[k] = 0;",
         "    }",
+        *(f"    @P@_fill16((int16_t *)(void *)(s.scr + {r.win_off}), {r.in_zp}, "
+          f"{r.cap * r.row_elems});" for r in plan.members if r.wide),
         f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
         f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
         "    }",

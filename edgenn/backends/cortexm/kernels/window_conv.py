@@ -1,0 +1,298 @@
+"""A fused chain member that reads its input from an int16 row window (no im2col patch).
+
+Inside a fused chain (kernels/fused_rows.py) the rows a member reads are produced once and
+kept in a small ring; so they can be stored in the form the inner loop wants, which layer by
+layer would cost a second copy of the whole map. Each window row holds the member's padded
+input row (left/right padding columns included, filled with the input zero point once) as
+int16 values, every group of 4 channels in the order (c0, c2, c1, c3): one word load then
+gives exactly the int16 pair that SXTB16 (resp. SXTB16 ROR 8) of a word of 4 int8 weights
+meets, as in the per-layer kernel's patch (conv_gemm.py ``patch_positions``). The consumer
+therefore never widens, never builds a patch and never branches on borders: for each output
+row it gets the KH row pointers (hoisted by the driver) and runs conv_gemm's 4-pixel x
+2-channel SMLAD blocks straight on them, output pixel j of a block at a fixed byte offset
+(j * stride * Cin * 2) from the row pointer.
+
+Weights (int8 words, conv_gemm ``pack_weights``), requantization records (``records``), the
+packed-pair test, the requantization asm and its exactness modes are conv_gemm's; only the
+addressing of the inputs differs. Why 4 x 2 and not 2 x 4 blocks: without a patch to keep
+small, conv_gemm's calibrated cost model (``layer_plan_of``) favours 4 x 2 by ~20 cycles per
+4 pixels x 4 channels.
+
+:func:`window_plan` returns None where this path does not apply (the member then keeps the
+int8 path): groups != 1, dilation, Cin % 4 != 0, fewer than 4 output pixels in a row, the
+exact (slow) requantization mode, offsets beyond the 12-bit immediates, compact code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgenn.backends.cortexm.codesize import is_compact
+from edgenn.backends.cortexm.kernel import CArray
+from edgenn.backends.cortexm.kernels.conv import ConvParams
+from edgenn.backends.cortexm.kernels.conv_gemm import (
+    Plan,
+    _q,
+    _recover_asm,
+    _requant_asm,
+    _rq_fn,
+    k_pairs,
+    pack_weights,
+    packed_ok,
+    patch_positions,
+    records,
+    requant_mode,
+)
+from edgenn.backends.cortexm.targets import Core
+
+NAME = "edgenn_window_conv_s8_dsp"
+PIXELS = 4  # output pixels of a block (x 2 channels)
+MAX_STRAIGHT = 80  # k pairs unrolled straight; longer K: a loop over the KH rows
+MAX_KH = 8  # one asm memory operand per row pointer (the asm operand limit is 30)
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """One member's int16-window geometry and conv_gemm plan."""
+
+    p: ConvParams
+    plan: Plan
+
+    @property
+    def cols(self) -> int:
+        """Columns of a window row (padding included)."""
+        p = self.p
+        return p.pad_l + p.in_w + p.pad_r
+
+    @property
+    def row_elems(self) -> int:
+        """int16 values of one window row."""
+        return self.cols * self.p.in_c
+
+    @property
+    def row_pairs(self) -> int:
+        return self.p.k_w * self.p.in_c // 2
+
+    @property
+    def pixel_step(self) -> int:
+        """Bytes between the windows of two adjacent output pixels."""
+        return 2 * self.p.stride_w * self.p.in_c
+
+    @property
+    def straight(self) -> bool:
+        return k_pairs(self.p) <= MAX_STRAIGHT
+
+
+def reordered_positions(p: ConvParams) -> np.ndarray:
+    """Position of each (ky, kx, ci) element in the window's pair order: channel groups of 4
+    stored (c0, c2, c1, c3)."""
+    perm = np.array([0, 2, 1, 3], np.int64)
+    ky, kx, ci = np.meshgrid(np.arange(p.k_h), np.arange(p.k_w), np.arange(p.in_c),
+                             indexing="ij")
+    pos = ky * p.k_w * p.in_c + kx * p.in_c + (ci & ~3) + perm[ci & 3]
+    return pos.ravel().astype(np.int64)
+
+
+def window_plan(p: ConvParams, core: Core) -> WindowPlan | None:
+    """The int16-window plan of a member, or None (the member keeps the int8 path)."""
+    if not core.has_dsp or is_compact() or p.groups != 1 or p.depthwise:
+        return None
+    if (p.dil_h, p.dil_w) != (1, 1) or p.in_c % 4 or p.out_w < PIXELS or p.k_h > MAX_KH:
+        return None
+    if p.out_c > 1024:  # the requantization stores' 12-bit offsets (as conv_gemm)
+        return None
+    mode = requant_mode(p)
+    if not mode:
+        return None
+    wp = WindowPlan(p, Plan(mode, packed_ok(p, mode), PIXELS))
+    # 12-bit immediate offsets: the last pair of a row for the last pixel; the weights
+    if 4 * (wp.row_pairs - 1) + (PIXELS - 1) * wp.pixel_step > 4095 or 4 * k_pairs(p) > 4095:
+        return None
+    # the window's pair order is the per-layer patch's (so conv_gemm's weight words fit)
+    if not np.array_equal(patch_positions(p), reordered_positions(p)):
+        return None
+    return wp
+
+
+def arrays(wp: WindowPlan) -> tuple[CArray, ...]:
+    return (CArray("w", "uint32_t", pack_weights(wp.p, wp.plan.packed, 2)),
+            CArray("quant", "int32_t", records(wp.p, wp.plan)))
+
+
+def _step(xo: int, wo: int, d: int, packed: bool) -> list[str]:
+    """One k pair of the 4x2 block: pixel j's pair at [xp, #xo + j d] (cf. CGEMM_STEP)."""
+    split = [] if packed else ["sxtb16 %[wv], %[wv], ror #8"]
+    return [_q(t) for t in (
+        f"ldr %[wv], [%[wp], #{wo}]", f"ldr %[xa], [%[xp], #{xo}]",
+        f"ldr %[xb], [%[xp], #{xo + d}]", "sxtb16 %[wt], %[wv]", *split,
+        "smlad %[a0], %[xa], %[wt], %[a0]", "smlad %[a1], %[xa], %[wv], %[a1]",
+        "smlad %[b0], %[xb], %[wt], %[b0]", "smlad %[b1], %[xb], %[wv], %[b1]",
+        f"ldr %[xa], [%[xp], #{xo + 2 * d}]", f"ldr %[xb], [%[xp], #{xo + 3 * d}]",
+        "smlad %[c0], %[xa], %[wt], %[c0]", "smlad %[c1], %[xa], %[wv], %[c1]",
+        "smlad %[d0], %[xb], %[wt], %[d0]", "smlad %[d1], %[xb], %[wv], %[d1]")]
+
+
+def _first_step(d: int, packed: bool) -> list[str]:
+    """The first k pair, adding the biases (cf. conv_gemm ``_first_step``)."""
+    split = [] if packed else ["sxtb16 %[wv], %[wv], ror #8"]
+    return [_q(t) for t in (
+        "ldr %[xa], %[rq]", "ldr %[a0], [%[xa]]", "ldr %[a1], [%[xa], #16]",
+        "ldr %[wv], [%[wp]]", "ldr %[xa], [%[xp]]", f"ldr %[xb], [%[xp], #{d}]",
+        f"ldr %[c0], [%[xp], #{2 * d}]", f"ldr %[d0], [%[xp], #{3 * d}]",
+        "sxtb16 %[wt], %[wv]", *split,
+        "smlad %[c1], %[c0], %[wv], %[a1]", "smlad %[c0], %[c0], %[wt], %[a0]",
+        "smlad %[d1], %[d0], %[wv], %[a1]", "smlad %[d0], %[d0], %[wt], %[a0]",
+        "smlad %[b0], %[xb], %[wt], %[a0]", "smlad %[b1], %[xb], %[wv], %[a1]",
+        "smlad %[a0], %[xa], %[wt], %[a0]", "smlad %[a1], %[xa], %[wv], %[a1]")]
+
+
+def _mac_asm(wp: WindowPlan) -> list[str]:
+    """The K loop of one block; leaves ``wp`` at the next channel pair's weights.
+
+    Straight (K <= MAX_STRAIGHT pairs): every pair unrolled, the row pointer reloaded from
+    its stack slot (``y<ky>``) at each kernel row. Else the biases are set first and one
+    unrolled kernel row runs in a loop over the row pointers (``ys``: pointer to the next).
+    """
+    p, d, packed = wp.p, wp.pixel_step, wp.plan.packed
+    rp = wp.row_pairs
+    if wp.straight:
+        asm = _first_step(d, packed)
+        for ky in range(p.k_h):
+            if ky:
+                asm.append(_q(f"ldr %[xp], %[y{ky}]"))
+            for i in range(rp):
+                if ky or i:
+                    asm += _step(4 * i, 4 * (ky * rp + i), d, packed)
+        return asm + [_q(f"add %[wp], %[wp], #{4 * k_pairs(p)}")]
+    asm = [_q(t) for t in (
+        "ldr %[xb], %[rq]", "ldr %[a0], [%[xb]]", "ldr %[a1], [%[xb], #16]",
+        "mov %[b0], %[a0]", "mov %[c0], %[a0]", "mov %[d0], %[a0]",
+        "mov %[b1], %[a1]", "mov %[c1], %[a1]", "mov %[d1], %[a1]",
+        "ldr %[xa], %[yq]")]
+    asm.append('"1:\\n\\t"')
+    asm += [_q("ldr %[xp], [%[xa]], #4"), _q("str %[xa], %[ys]")]
+    for i in range(rp):
+        asm += _step(4 * i, 4 * i, d, packed)
+    asm += [_q(f"add %[wp], %[wp], #{4 * rp}"), _q("ldr %[xa], %[ys]"),
+            _q("ldr %[xb], %[yend]"), _q("cmp %[xa], %[xb]"), _q("bne 1b")]
+    return asm
+
+
+_DECLS = """    int32_t a0, a1, b0, b1, c0, c1, d0, d1;
+    uint32_t xa, xb, wv, wt;"""
+
+
+def generate(wp: WindowPlan) -> str:
+    """C of the member (``@P@`` = its prefix): ``@P@_wrow(rp, out)`` computes one output row
+    from the KH window row pointers ``rp`` into ``out`` (int8, out_w * out_c)."""
+    p, plan = wp.p, wp.plan
+    s = k_pairs(p)
+    groups, tail = divmod(p.out_c, 2)
+    px_in = p.stride_w * p.in_c  # int16 values between two output pixels' windows
+    last = p.out_w - PIXELS
+    req_full = (_recover_asm() if plan.packed else []) + _requant_asm(p, plan, 2)
+    body = ['"9:\\n\\t"', *_mac_asm(wp), _q("str %[wp], %[ws]"), *req_full,
+            _q("add %[xp], %[xp], #32"), _q("str %[xp], %[rq]"),
+            _q("add %[wp], %[wp], #2"), _q("str %[wp], %[oq]"),
+            _q("ldr %[xa], %[rend]"), _q("cmp %[xp], %[xa]"), _q("ldr %[wp], %[ws]"),
+            _q("ldr %[xp], %[y0]"), _q("bne 9b")]
+    blk_all = "\n        ".join(body)
+    tail_fn = ""
+    if tail:
+        req1 = (_recover_asm() if plan.packed else []) + _requant_asm(p, plan, 1)
+        blk1 = "\n        ".join([*_mac_asm(wp), *req1])
+        tail_fn = f"""
+/* the last (odd) channel: MAC + requantize + store */
+static inline __attribute__((always_inline)) void @P@_wblk1(const uint32_t *const *y,
+    const uint32_t *w, const int32_t *r, int8_t *o)
+{{
+{_DECLS}
+    const uint32_t *x = y[0];
+    const uint32_t *const *yq = y, *const *yend = y + {p.k_h}, *const *ys;
+    __asm__ volatile(
+        {blk1}
+        : CGEMM_OPERANDS, [ys] "=m"(ys)
+        : [rq] "m"(r), [oq] "m"(o), [yq] "m"(yq), [yend] "m"(yend){"".join(
+            f', [y{k}] "m"(y[{k}])' for k in range(1, p.k_h))}
+        : "cc", "memory");
+}}
+"""
+    step_c = "cgemm_p4step_c" if plan.packed else "cgemm_step_c"
+    val = ("h ? (int32_t)((uint32_t)acc[2 * j + 1] - (uint32_t)acc[2 * j]) >> 7"
+           " : (int32_t)(2u * (uint32_t)acc[2 * j])" if plan.packed else
+           "(int32_t)(2u * (uint32_t)acc[2 * j + h])")
+    tail_call = (f"        @P@_wblk1(y, w0 + {groups * s}, r0 + {8 * groups}, o + {2 * groups});\n"
+                 if tail else "")
+    return f"""
+/* window_conv: {p.in_w}x{p.in_c} rows (+{p.pad_l}/{p.pad_r} padding columns) ->
+ * {p.out_w}x{p.out_c}, {p.k_h}x{p.k_w} stride {p.stride_w}, K = {s} pairs, 4 pixels x 2
+ * channels, {"packed-pair" if plan.packed else "signed"} weights, requantization mode
+ * {plan.mode} */
+{_rq_fn(p, plan.mode)}
+
+#if EDGENN_HAVE_DSP
+/* every full pair of channels of one 4-pixel block: MAC + requantize + store */
+static inline __attribute__((always_inline)) void @P@_wblkall(const uint32_t *const *y,
+    const uint32_t *w, const int32_t *r, int8_t *o)
+{{
+{_DECLS}
+    const uint32_t *x = y[0];
+    const uint32_t *const *yq = y, *const *yend = y + {p.k_h}, *const *ys;
+    const int32_t *const rend = r + {8 * groups};
+    const uint32_t *ws;
+    __asm__ volatile(
+        {blk_all}
+        : CGEMM_OPERANDS, [rq] "+m"(r), [oq] "+m"(o), [ws] "=m"(ws), [ys] "=m"(ys)
+        : [rend] "m"(rend), [y0] "m"(y[0]), [yq] "m"(yq), [yend] "m"(yend){"".join(
+            f', [y{k}] "m"(y[{k}])' for k in range(1, p.k_h))}
+        : "cc", "memory");
+}}
+{tail_fn}
+static void @P@_wrow(const int16_t *const *rp, int8_t *out, const uint32_t *w0,
+    const int32_t *r0)
+{{
+    for (int ox = 0; ox < {p.out_w}; ox += {PIXELS}) {{
+        const int b = ox < {last} ? ox : {last};
+        const uint32_t *y[{p.k_h}];
+        for (int ky = 0; ky < {p.k_h}; ky++) {{
+            y[ky] = (const uint32_t *)(const void *)(rp[ky] + b * {px_in});
+        }}
+        int8_t *o = out + b * {p.out_c};
+        @P@_wblkall(y, w0, r0, o);
+{tail_call}    }}
+}}
+#else
+static void @P@_wrow(const int16_t *const *rp, int8_t *out, const uint32_t *w0,
+    const int32_t *r0)
+{{
+    for (int ox = 0; ox < {p.out_w}; ox += {PIXELS}) {{
+        const int b = ox < {last} ? ox : {last};
+        for (int c = 0; c < {p.out_c}; c += 2) {{
+            const uint32_t *w = w0 + (c / 2) * {s};
+            const int32_t *r = r0 + 4 * c;
+            int32_t acc[8];
+            uint32_t x[4];
+            for (int j = 0; j < 4; j++) {{
+                acc[2 * j] = r[0];
+                acc[2 * j + 1] = r[4];
+            }}
+            for (int t = 0; t < {s}; t++) {{
+                const int ky = t / {wp.row_pairs}, i = t - ky * {wp.row_pairs};
+                for (int j = 0; j < 4; j++) {{
+                    x[j] = edgenn_load32(rp[ky] + (b + j) * {px_in} + 2 * i);
+                }}
+                {step_c}(x, w[t], acc);
+            }}
+            for (int h = 0; h < 2 && c + h < {p.out_c}; h++) {{
+                for (int j = 0; j < 4; j++) {{
+                    out[(b + j) * {p.out_c} + c + h] = @P@_rq({val}, r + 4 * h);
+                }}
+            }}
+        }}
+    }}
+}}
+#endif
+"""
+
