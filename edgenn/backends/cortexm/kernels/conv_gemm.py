@@ -427,7 +427,7 @@ def _outputs(plan: Plan) -> list[tuple[str, int, int]]:
     if plan.pixels == 2:
         return [("a0", 0, 0), ("a1", 0, 1), ("b0", 1, 0), ("b1", 1, 1),
                 ("c0", 0, 2), ("c1", 0, 3), ("d0", 1, 2), ("d1", 1, 3)]
-    return [(f"{r}{h}", j, h) for j, r in enumerate("abcd") for h in range(2)]
+    return [(f"{r}{h}", j, h) for j, r in enumerate("abcd"[:plan.pixels]) for h in range(2)]
 
 
 def _requant_asm(p: ConvParams, plan: Plan, nch: int) -> list[str]:
