@@ -275,3 +275,75 @@ def test_many_channel_depthwise_rows_keep_int8_weights() -> None:
     (node,) = g.nodes
     call = DepthwiseConv().prepare_rows(node, g, get_core("cortex-m4"))
     assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")
+
+
+# int16 row windows (kernels/window_conv.py): (shape, cin, members, which members read an
+# int16 window). Sliding 3-pixel blocks (stride 1), 4-pixel blocks (stride 2), a K longer
+# than the straight unroll (a loop over the kernel rows), an odd channel count (the tail
+# block), a widened chain input (member 0), and members that keep the int8 path.
+WIDE_CHAINS: list[tuple[tuple[int, int], int, list[Member], tuple[bool, ...]]] = [
+    ((10, 11), 4, [(8, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
+     (True, True)),  # valid
+    ((9, 12), 1, [(8, (3, 3), (1, 1), P1, R, False), (7, (3, 3), (1, 1), P1, N6, False)],
+     (False, True)),  # same padding, odd Cout
+    ((12, 14), 2, [(8, (3, 3), (1, 1), P1, R, False), (4, (3, 3), (2, 2), P1, NO, False)],
+     (False, True)),  # stride-2 consumer
+    ((8, 8), 4, [(24, (3, 3), (1, 1), P1, R, False), (8, (3, 3), (1, 1), P0, NO, False)],
+     (True, True)),  # K = 108 pairs: row loop
+    ((14, 14), 2, [(8, (3, 3), (2, 2), (0, 0, 1, 1), R, False),
+                   (8, (3, 3), (1, 1), P1, R, True), (16, (1, 1), (1, 1), P0, R, False),
+                   (8, (3, 3), (1, 1), P1, R, False)],
+     (False, False, False, True)),  # conv -> depthwise -> pointwise -> conv
+    ((10, 12), 1, [(6, (3, 3), (1, 1), P1, R, False), (8, (3, 3), (1, 1), P1, R, False)],
+     (False, False)),  # Cin 6: the int8 path
+]
+
+
+def _wide_flags(g: Graph) -> tuple[bool, ...]:
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    plan = plan_rows(node, fg, get_core("cortex-m4"))
+    assert plan is not None
+    return tuple(r.wide for r in plan.members)
+
+
+@pytest.mark.parametrize("case", range(len(WIDE_CHAINS)))
+def test_int16_window_members_are_chosen_from_properties(case: int) -> None:
+    hw, cin, members, wide = WIDE_CHAINS[case]
+    g = chain_graph(np.random.default_rng(700 + case), hw, cin, members)
+    assert _wide_flags(g) == wide
+
+
+def test_window_pair_order_is_the_patch_order() -> None:
+    """The window's (c0, c2, c1, c3) order is the per-layer patch's pair order, so
+    conv_gemm's weight words serve the window kernel."""
+    from edgenn.backends.cortexm.kernels.conv import conv_params
+    from edgenn.backends.cortexm.kernels.conv_gemm import patch_positions
+    from edgenn.backends.cortexm.kernels.window_conv import reordered_positions
+
+    for cin, k in ((4, (3, 3)), (16, (3, 3)), (8, (5, 3)), (12, (1, 3))):
+        g = chain_graph(np.random.default_rng(cin), (8, 8), cin,
+                        [(4, k, (1, 1), P0, R, False)])
+        p = conv_params(g.nodes[0], g)
+        np.testing.assert_array_equal(patch_positions(p), reordered_positions(p))
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(WIDE_CHAINS)))
+def test_emulator_int16_window_chains_match_reference(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    hw, cin, members, wide = WIDE_CHAINS[case]
+    rng = np.random.default_rng(700 + case)
+    g = chain_graph(rng, hw, cin, members)
+    assert _wide_flags(g) == wide
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    x[0] = -128  # extremes: the int16 window holds +-128 and the padding zero point
+    x[1] = 127
+    want = compile_ref(g).run(x)[0]
+    got = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4").run(x)[0]
+    np.testing.assert_array_equal(np.asarray(got), want)
