@@ -8,19 +8,28 @@ int16 values, every group of 4 channels in the order (c0, c2, c1, c3): one word 
 gives exactly the int16 pair that SXTB16 (resp. SXTB16 ROR 8) of a word of 4 int8 weights
 meets, as in the per-layer kernel's patch (conv_gemm.py ``patch_positions``). The consumer
 therefore never widens, never builds a patch and never branches on borders: for each output
-row it gets the KH row pointers (hoisted by the driver) and runs conv_gemm's 4-pixel x
-2-channel SMLAD blocks straight on them, output pixel j of a block at a fixed byte offset
-(j * stride * Cin * 2) from the row pointer.
+row it gets the KH row pointers (hoisted by the driver) and runs SMLAD blocks straight on them:
 
-Weights (int8 words, conv_gemm ``pack_weights``), requantization records (``records``), the
-packed-pair test, the requantization asm and its exactness modes are conv_gemm's; only the
-addressing of the inputs differs. Why 4 x 2 and not 2 x 4 blocks: without a patch to keep
-small, conv_gemm's calibrated cost model (``layer_plan_of``) favours 4 x 2 by ~20 cycles per
-4 pixels x 4 channels.
+* stride-1 rows (kw > 1): blocks of 3 output pixels x 2 channels whose taps kx = 0 .. kw - 1
+  run back to back per input channel pair; pixel j + 1 at tap kx reads the word pixel j read
+  at kx + 1, so after a pair's first tap each tap loads one new input word into a rotating
+  register (xa, xb, d0): 10 cycles per 12 MACs against 16 per 16 for 4-pixel blocks (a
+  sliding 4-pixel block would need 15 registers; the core has 14). The patch of the per-layer
+  kernel cannot share words this way: each pixel's window is a separate copy there;
+* other rows: conv_gemm's 4-pixel x 2-channel blocks, output pixel j at a fixed byte offset
+  (j * stride * Cin * 2) from the row pointer (4 x 2 rather than 2 x 4: without a patch to
+  keep small, conv_gemm's calibrated cost model, ``layer_plan_of``, favours 4 x 2).
+
+K of up to MAX_STRAIGHT pairs is unrolled straight (the row pointer reloaded from its stack
+slot at each kernel row); longer K runs one unrolled kernel row in a loop over the row
+pointers. Weights (int8 words, conv_gemm ``pack_weights``, the taps reordered for the sliding
+blocks), requantization records (``records``), the packed-pair test, the requantization asm
+and its exactness modes are conv_gemm's; only the addressing of the inputs differs.
 
 :func:`window_plan` returns None where this path does not apply (the member then keeps the
-int8 path): groups != 1, dilation, Cin % 4 != 0, fewer than 4 output pixels in a row, the
-exact (slow) requantization mode, offsets beyond the 12-bit immediates, compact code.
+int8 path): groups != 1, 1x1 kernels, dilation, Cin % 4 != 0, fewer output pixels in a row
+than a block, a single output channel, the exact (slow) requantization mode, offsets beyond
+the 12-bit immediates, compact code, cores without the DSP extension.
 """
 
 from __future__ import annotations
@@ -37,7 +46,6 @@ from edgenn.backends.cortexm.kernels.conv_gemm import (
     _q,
     _recover_asm,
     _requant_asm,
-    _rq_fn,
     k_pairs,
     pack_weights,
     packed_ok,
@@ -122,7 +130,7 @@ def window_plan(p: ConvParams, core: Core) -> WindowPlan | None:
         return None
     if (p.dil_h, p.dil_w) != (1, 1) or p.in_c % 4 or p.out_w < 3 or p.k_h > MAX_KH:
         return None
-    if p.out_c > 1024:  # the requantization stores' 12-bit offsets (as conv_gemm)
+    if not 2 <= p.out_c <= 1024:  # a full channel pair; the stores' 12-bit offsets
         return None
     mode = requant_mode(p)
     if not mode:
@@ -328,23 +336,15 @@ static inline __attribute__((always_inline)) void @P@_wblk1(const uint32_t *cons
         : "cc", "memory");
 }}
 """
-    step_c = "cgemm_p4step_c" if plan.packed else "cgemm_step_c"
-    val = ("h ? (int32_t)((uint32_t)acc[2 * j + 1] - (uint32_t)acc[2 * j]) >> 7"
-           " : (int32_t)(2u * (uint32_t)acc[2 * j])" if plan.packed else
-           "(int32_t)(2u * (uint32_t)acc[2 * j + h])")
-    widx = (f"ky * {wp.row_pairs} + cp * {p.k_w} + kx" if wp.slide else
-            f"ky * {wp.row_pairs} + kx * {p.in_c // 2} + cp")
     tail_call = (f"        @P@_wblk1(y, w0 + {groups * s}, r0 + {8 * groups}, o + {2 * groups});\n"
                  if tail else "")
     return f"""
 /* window_conv: {p.in_w}x{p.in_c} rows (+{p.pad_l}/{p.pad_r} padding columns) ->
- * {p.out_w}x{p.out_c}, {p.k_h}x{p.k_w} stride {p.stride_w}, K = {s} pairs, 4 pixels x 2
- * channels, {"packed-pair" if plan.packed else "signed"} weights, requantization mode
- * {plan.mode} */
-{_rq_fn(p, plan.mode)}
-
+ * {p.out_w}x{p.out_c}, {p.k_h}x{p.k_w} stride {p.stride_w}, K = {s} pairs, {px} pixels x 2
+ * channels{" (sliding)" if wp.slide else ""}, {"packed-pair" if plan.packed else "signed"} weights,
+ * requantization mode {plan.mode} */
 #if EDGENN_HAVE_DSP
-/* every full pair of channels of one 4-pixel block: MAC + requantize + store */
+/* every full pair of channels of one {px}-pixel block: MAC + requantize + store */
 static inline __attribute__((always_inline)) void @P@_wblkall(const uint32_t *const *y,
     const uint32_t *w, const int32_t *r, int8_t *o)
 {{
@@ -375,40 +375,7 @@ static void @P@_wrow(const int16_t *const *rp, int8_t *out, const uint32_t *w0,
 {tail_call}    }}
 }}
 #else
-static void @P@_wrow(const int16_t *const *rp, int8_t *out, const uint32_t *w0,
-    const int32_t *r0)
-{{
-    for (int ox = 0; ox < {p.out_w}; ox += {px}) {{
-        const int b = ox < {last} ? ox : {last};
-        for (int c = 0; c < {p.out_c}; c += 2) {{
-            const uint32_t *w = w0 + (c / 2) * {s};
-            const int32_t *r = r0 + 4 * c;
-            int32_t acc[8];
-            uint32_t x[4];
-            for (int j = 0; j < 4; j++) {{
-                acc[2 * j] = r[0];
-                acc[2 * j + 1] = r[4];
-            }}
-            for (int ky = 0; ky < {p.k_h}; ky++) {{
-                for (int kx = 0; kx < {p.k_w}; kx++) {{
-                    for (int cp = 0; cp < {p.in_c // 2}; cp++) {{
-                        for (int j = 0; j < 4; j++) {{
-                            const int jj = j < {px} ? j : 0;
-                            x[j] = edgenn_load32(rp[ky] + (b + jj) * {px_in} + kx * {p.in_c}
-                                                 + 2 * cp);
-                        }}
-                        {step_c}(x, w[{widx}], acc);
-                    }}
-                }}
-            }}
-            for (int h = 0; h < 2 && c + h < {p.out_c}; h++) {{
-                for (int j = 0; j < {px}; j++) {{
-                    out[(b + j) * {p.out_c} + c + h] = @P@_rq({val}, r + 4 * h);
-                }}
-            }}
-        }}
-    }}
-}}
+#error "window_conv members are generated for cores with the DSP extension only"
 #endif
 """
 
