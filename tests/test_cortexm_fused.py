@@ -347,3 +347,31 @@ def test_emulator_int16_window_chains_match_reference(case: int) -> None:
     want = compile_ref(g).run(x)[0]
     got = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4").run(x)[0]
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_int16_windows_against_a_scratch_limit() -> None:
+    """Exact byte counts decide under a scratch limit: a 3x3 consumer's int16 ring of KH rows
+    is no larger than its int8 window (two rows a call) plus patch, so a limit keeps it; a
+    first member that would read the chain input in place on the int8 path but needs a
+    widened window on the int16 path goes back to the int8 path."""
+    from edgenn.backends.cortexm.kernels.fused_rows import _plan_rows, plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    core = get_core("cortex-m4")
+    chains = [(1, [(32, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
+               [False, True]),
+              (4, WIDE_CHAINS[0][2], [False, True])]
+    for cin, members, limited in chains:
+        g = chain_graph(np.random.default_rng(9), (6, 28), cin, members)
+        fg = fused(g, "ring_hoisted_pair")
+        (node,) = fg.nodes
+        free = plan_rows(node, fg, core)
+        assert free is not None
+        narrow = _plan_rows(node, fg, core, [False] * len(members))
+        assert narrow is not None
+        tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
+        assert tight is not None and [r.wide for r in tight.members] == limited
+        if limited == [r.wide for r in free.members]:  # nothing smaller exists
+            assert narrow.scratch_bytes >= free.scratch_bytes
+        else:
+            assert tight.scratch_bytes < free.scratch_bytes
