@@ -187,11 +187,13 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
             g = 1
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
-            kernel = matching_kernel(vn, vg, core)
-            # why prepare_rows where a kernel has one: its per-call set-up (weight pairs,
-            # requantization constants) comes from flash, paid once per call of g rows here
-            call = getattr(kernel, "prepare_rows", kernel.prepare)(vn, vg, core)
             vp = conv_params(vn, vg)
+            wp = window_conv.window_plan(vp, core) if wide[k] else None
+            if wp is None:
+                kernel = matching_kernel(vn, vg, core)
+                # why prepare_rows where a kernel has one: its per-call set-up (weight pairs,
+                # requantization constants) comes from flash, paid once per call of g rows
+                call = getattr(kernel, "prepare_rows", kernel.prepare)(vn, vg, core)
         except (EdgennError, ValueError, KeyError):
             return None
         kh = graph.tensor(m.inputs[1]).shape[1]
@@ -199,7 +201,6 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
         windowed = k > 0 or pt > 0 or (out_h - 1) * sh + kh > in_h
         r = MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c, int(vp.in_zp),
                        windowed, 0, g, g_prev)
-        wp = window_conv.window_plan(vp, core) if wide[k] else None
         if wp is not None:
             r = replace(r, windowed=True, wide=True, pl_off=vp.pad_l * in_c,
                         row_elems=wp.row_elems)
