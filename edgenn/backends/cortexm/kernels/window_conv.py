@@ -286,15 +286,6 @@ def _slide_mac(wp: WindowPlan) -> list[str]:
     return asm
 
 
-def _slide_recover() -> list[str]:
-    """Packed: 2 acc of both channels of the 3 pixels (cf. conv_gemm ``_recover_asm``)."""
-    out = []
-    for u, t in (("a0", "a1"), ("b0", "b1"), ("c0", "c1")):
-        out += [_q(f"sub %[{t}], %[{t}], %[{u}]"), _q(f"asr %[{t}], %[{t}], #7"),
-                _q(f"add %[{u}], %[{u}], %[{u}]")]
-    return out
-
-
 _DECLS = """    int32_t a0, a1, b0, b1, c0, c1, d0, d1;
     uint32_t xa, xb, wv, wt;"""
 
@@ -309,7 +300,7 @@ def generate(wp: WindowPlan) -> str:
     px = plan.pixels
     last = p.out_w - px
     mac = _slide_mac(wp) if wp.slide else _mac_asm(wp)
-    recover = (_slide_recover() if wp.slide else _recover_asm()) if plan.packed else []
+    recover = _recover_asm("abc" if wp.slide else "acbd") if plan.packed else []
     req_full = recover + _requant_asm(p, plan, 2)
     body = ['"9:\\n\\t"', *mac, _q("str %[wp], %[ws]"), *req_full,
             _q("add %[xp], %[xp], #32"), _q("str %[xp], %[rq]"),
