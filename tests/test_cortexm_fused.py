@@ -275,3 +275,139 @@ def test_many_channel_depthwise_rows_keep_int8_weights() -> None:
     (node,) = g.nodes
     call = DepthwiseConv().prepare_rows(node, g, get_core("cortex-m4"))
     assert call.arrays[0].ctype == "int8_t" and "dwk_wpair(" in (call.code or "")
+
+
+# int16 row windows (kernels/window_conv.py): (shape, cin, members, which members read an
+# int16 window). Sliding 3-pixel blocks (stride 1), 4-pixel blocks (stride 2), a K longer
+# than the straight unroll (a loop over the kernel rows), an odd channel count (the tail
+# block), a widened chain input (member 0), and members that keep the int8 path.
+WIDE_CHAINS: list[tuple[tuple[int, int], int, list[Member], tuple[bool, ...]]] = [
+    ((10, 11), 4, [(8, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
+     (True, True)),  # valid
+    ((9, 12), 1, [(8, (3, 3), (1, 1), P1, R, False), (7, (3, 3), (1, 1), P1, N6, False)],
+     (False, True)),  # same padding, odd Cout
+    ((12, 14), 2, [(8, (3, 3), (1, 1), P1, R, False), (4, (3, 3), (2, 2), P1, NO, False)],
+     (False, True)),  # stride-2 consumer
+    ((8, 8), 4, [(24, (3, 3), (1, 1), P1, R, False), (8, (3, 3), (1, 1), P0, NO, False)],
+     (True, True)),  # K = 108 pairs: row loop
+    ((14, 14), 2, [(8, (3, 3), (2, 2), (0, 0, 1, 1), R, False),
+                   (8, (3, 3), (1, 1), P1, R, True), (16, (1, 1), (1, 1), P0, R, False),
+                   (8, (3, 3), (1, 1), P1, R, False)],
+     (False, False, False, True)),  # conv -> depthwise -> pointwise -> conv
+    ((10, 12), 1, [(6, (3, 3), (1, 1), P1, R, False), (8, (3, 3), (1, 1), P1, R, False)],
+     (False, False)),  # Cin 6: the int8 path
+]
+
+
+def _wide_flags(g: Graph) -> tuple[bool, ...]:
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    plan = plan_rows(node, fg, get_core("cortex-m4"))
+    assert plan is not None
+    return tuple(r.wide for r in plan.members)
+
+
+@pytest.mark.parametrize("case", range(len(WIDE_CHAINS)))
+def test_int16_window_members_are_chosen_from_properties(case: int) -> None:
+    hw, cin, members, wide = WIDE_CHAINS[case]
+    g = chain_graph(np.random.default_rng(700 + case), hw, cin, members)
+    assert _wide_flags(g) == wide
+
+
+def test_window_pair_order_is_the_patch_order() -> None:
+    """The window's (c0, c2, c1, c3) order is the per-layer patch's pair order, so
+    conv_gemm's weight words serve the window kernel."""
+    from edgenn.backends.cortexm.kernels.conv import conv_params
+    from edgenn.backends.cortexm.kernels.conv_gemm import patch_positions
+    from edgenn.backends.cortexm.kernels.window_conv import reordered_positions
+
+    for cin, k in ((4, (3, 3)), (16, (3, 3)), (8, (5, 3)), (12, (1, 3))):
+        g = chain_graph(np.random.default_rng(cin), (8, 8), cin,
+                        [(4, k, (1, 1), P0, R, False)])
+        p = conv_params(g.nodes[0], g)
+        np.testing.assert_array_equal(patch_positions(p), reordered_positions(p))
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(WIDE_CHAINS)))
+def test_emulator_int16_window_chains_match_reference(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    hw, cin, members, wide = WIDE_CHAINS[case]
+    rng = np.random.default_rng(700 + case)
+    g = chain_graph(rng, hw, cin, members)
+    assert _wide_flags(g) == wide
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    x[0] = -128  # extremes: the int16 window holds +-128 and the padding zero point
+    x[1] = 127
+    want = compile_ref(g).run(x)[0]
+    got = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4").run(x)[0]
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_int16_windows_against_a_scratch_limit() -> None:
+    """Exact byte counts decide under a scratch limit: a 3x3 consumer's int16 ring of KH rows
+    is no larger than its int8 window (two rows a call) plus patch, so a limit keeps it; a
+    first member that would read the chain input in place on the int8 path but needs a
+    widened window on the int16 path goes back to the int8 path."""
+    from edgenn.backends.cortexm.kernels.fused_rows import _plan_rows, plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    core = get_core("cortex-m4")
+    chains = [(1, [(32, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
+               [False, True]),
+              (4, WIDE_CHAINS[0][2], [False, True])]
+    for cin, members, limited in chains:
+        g = chain_graph(np.random.default_rng(9), (6, 28), cin, members)
+        fg = fused(g, "ring_hoisted_pair")
+        (node,) = fg.nodes
+        free = plan_rows(node, fg, core)
+        assert free is not None
+        narrow = _plan_rows(node, fg, core, [False] * len(members))
+        assert narrow is not None
+        tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
+        assert tight is not None and [r.wide for r in tight.members] == limited
+        if limited == [r.wide for r in free.members]:  # nothing smaller exists
+            assert narrow.scratch_bytes >= free.scratch_bytes
+        else:
+            assert tight.scratch_bytes < free.scratch_bytes
+
+
+@needs_arm
+@pytest.mark.slow
+def test_emulator_int16_window_sweep_matches_reference() -> None:
+    """Random two-member chains whose consumer reads an int16 window: kernel sizes, strides,
+    paddings, channel counts (odd Cout: the tail block), K past the straight unroll."""
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    rng = np.random.default_rng(900)
+    ran = 0
+    for _ in range(40):
+        cin = int(rng.choice([4, 8, 12, 16, 24]))
+        k = tuple(int(v) for v in rng.choice([(3, 3), (5, 5), (1, 3), (3, 1), (2, 2), (5, 3)]))
+        s = int(rng.choice([1, 2]))
+        pads = P1 if rng.random() < 0.5 else P0
+        cout = int(rng.choice([3, 4, 7, 8, 16]))
+        w = int(rng.integers(8, 20)) * 2
+        members = [(cin, (3, 3), (1, 1), P1, R, False), (cout, k, (s, s), pads, N6, False)]
+        try:
+            g = chain_graph(rng, (int(rng.integers(6, 12)), w), 4, members)
+            flags = _wide_flags(g)
+        except (AssertionError, ValueError):
+            continue  # rows not word multiples, or a shape the chain does not take
+        if not flags[1]:
+            continue
+        x = rng.integers(-128, 128, size=(2, *g.tensor("x").shape[1:])).astype(np.int8)
+        x[0] = -128
+        want = compile_ref(g).run(x)[0]
+        got = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4").run(x)[0]
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(members))
+        ran += 1
+        if ran == 12:
+            break
+    assert ran >= 8

@@ -103,7 +103,7 @@ def summary(doc: dict[str, Any]) -> str:
                "so fusion saves RAM at about the same cycles")
     return (f"on the shared models A and B, {span(ram, '%')} less RAM than layer by layer, "
             f"CMSIS-NN takes {cm_text} the cycles; against the unfused build (the same "
-            f"per-layer kernels, int8 weights) the fused one takes {_more_fewer(slower)} "
+            f"commit's per-layer kernels, int8 weights) the fused one takes {_more_fewer(slower)} "
             f"cycles on A, B and C, {verdict} ({_src('fusion_variants')})")
 
 

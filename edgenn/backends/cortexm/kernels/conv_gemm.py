@@ -427,7 +427,7 @@ def _outputs(plan: Plan) -> list[tuple[str, int, int]]:
     if plan.pixels == 2:
         return [("a0", 0, 0), ("a1", 0, 1), ("b0", 1, 0), ("b1", 1, 1),
                 ("c0", 0, 2), ("c1", 0, 3), ("d0", 1, 2), ("d1", 1, 3)]
-    return [(f"{r}{h}", j, h) for j, r in enumerate("abcd") for h in range(2)]
+    return [(f"{r}{h}", j, h) for j, r in enumerate("abcd"[:plan.pixels]) for h in range(2)]
 
 
 def _requant_asm(p: ConvParams, plan: Plan, nch: int) -> list[str]:
@@ -458,10 +458,12 @@ def _requant_asm(p: ConvParams, plan: Plan, nch: int) -> list[str]:
     return out
 
 
-def _recover_asm() -> list[str]:
-    """Packed: 2 acc of all 4 channels from U (= acc[c]) and T (= acc[c] + 256 acc[c+1])."""
+def _recover_asm(regs: str = "acbd") -> list[str]:
+    """Packed: 2 acc of all 4 channels from U (= acc[c]) and T (= acc[c] + 256 acc[c+1]);
+    ``regs``: the accumulator pairs to recover (window_conv's 3-pixel blocks use a, b, c)."""
     out = []
-    for u, t in (("a0", "a1"), ("c0", "c1"), ("b0", "b1"), ("d0", "d1")):
+    for r in regs:
+        u, t = f"{r}0", f"{r}1"
         out += [_q(f"sub %[{t}], %[{t}], %[{u}]"), _q(f"asr %[{t}], %[{t}], #7"),
                 _q(f"add %[{u}], %[{u}], %[{u}]")]
     return out
