@@ -1,0 +1,252 @@
+"""Generated int8 LSTM (8x8->16) for DSP cores (Cortex-M4/M7), bit-exact with TFLite Micro.
+
+The portable kernel (``recurrent.py``, ``c/edgenn_lstm.c``) runs one gate at a time with
+per-element function calls; this one is generated for the layer's shape, like the DSP
+FullyConnected (``dense.py``), whose weight words, widening and SMLAD blocks it reuses:
+
+* All gates' input and recurrent weights form ONE packed int8 stream in flash, unit-major:
+  per unit (one pass of 4 rows: forget, input, cell, output) the initial accumulators and
+  the two-row weight words of its input part (over x_t), then those of its recurrent part
+  (over h). The gate FCs keep separate accumulators because TFLM requantizes them
+  separately (their scales differ) before adding them in Q3.12.
+* x_t and h are widened to int16 pairs once per step (``edgenn_fc_widen_s8_dsp``, straight
+  from the input and from the step's output row, which is the new hidden state).
+* Per unit: 2 row-pair words per input pair (SMLAD, SXTB16, SMLAD each: ``dense._dot_block``),
+  then the gate values, the cell update and the hidden value in generated C with every
+  constant inlined: nothing is stored between the gates and the cell update.
+* The biases (zero points folded: ``arith/zero_point.py``, in the reference layer) start the
+  accumulators; a gate FC requantizes by a single SMMULR where ``fast_requant_mode`` proves
+  it exact, TFLite's double rounding otherwise. Activations: TFLM's int16 sigmoid / tanh
+  (``edgenn_curves_s16.h``); cell and hidden as the reference, with TFLM's saturations.
+
+Claims: int8 activations, batch >= 1, batch- or time-major, no projection or peephole (the
+reference layer refuses those anyway), the weights packable and every hi row's |bias + dot|
+provably below 2^23 (``dense.bias_in_accumulators``); anything else runs the portable kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import const_operand, i32
+from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
+from edgenn.backends.cortexm.kernels.dense import (
+    _dot_block,
+    bias_in_accumulators,
+    dense_pairs,
+    pack_dense_weights,
+    packable,
+)
+from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
+from edgenn.backends.cortexm.targets import Core
+from edgenn.backends.ref.kernels.lstm import IntegerGate, Lstm, Requant
+from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.ir import DType, Graph, Node
+from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+
+ROWS = 4  # rows per pass: one unit's four gates (two row-pair words per input pair)
+
+
+def _layer(node: Node, graph: Graph) -> Lstm:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Lstm)
+    if not layer.integer or layer.params.wide:
+        raise UnsupportedOperatorError(f"{node}: the generated LSTM is int8")
+    return layer
+
+
+def _unit_rows(layer: Lstm, u: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Unit ``u``'s four gate rows: (input weights [4, I], folded biases, recurrent weights
+    [4, H], folded biases)."""
+    gates = layer.params.gates
+    return (np.stack([g.w[u] for g in gates]), np.array([g.bias_w[u] for g in gates]),
+            np.stack([g.r[u] for g in gates]), np.array([g.bias_r[u] for g in gates]))
+
+
+def _check(node: Node, layer: Lstm) -> None:
+    for u in range(layer.n_cell):
+        w, bw, r, br = _unit_rows(layer, u)
+        for mat, bias in ((w, bw), (r, br)):
+            if not packable(mat) or not bias_in_accumulators(mat, bias):
+                raise UnsupportedOperatorError(
+                    f"{node}: LSTM weights of unit {u} do not fit two-row weight words")
+
+
+def _weights(layer: Lstm) -> np.ndarray:
+    """uint32 stream: per unit, the input part then the recurrent part (init words first)."""
+    words = []
+    for u in range(layer.n_cell):
+        w, bw, r, br = _unit_rows(layer, u)
+        words += [pack_dense_weights(w, i32(bw).astype(np.int64)),
+                  pack_dense_weights(r, i32(br).astype(np.int64))]
+    return np.concatenate(words)
+
+
+@dataclass(frozen=True)
+class _Fc:
+    """One gate FC's requantization to Q3.12 as C (fast: single SMMULR, proven exact)."""
+
+    req: Requant
+    fast: bool
+
+    @classmethod
+    def of(cls, req: Requant, w: np.ndarray, bias: np.ndarray) -> _Fc:
+        # zero point 0 and the int8 range only to ask for the proof of the SMMULR form;
+        # the kernel saturates to int16 after it
+        mode = fast_requant_mode(w, bias, np.array([req.shift]), np.array([req.multiplier]),
+                                 0, -128, 127)
+        return cls(req, bool(mode))
+
+    def value(self, lo: str, hi: str, row: int) -> str:
+        """C expression: the row's Q3.12 value, int16-saturated; ``row`` even: the lo row
+        of its pair word (``lo`` = B), odd: the hi row ((A - B) >> 8)."""
+        if self.fast:
+            r = -self.req.shift
+            acc = (f"(int32_t)((uint32_t){lo} << 1)" if row % 2 == 0
+                   else f"((int32_t)((uint32_t){hi} - (uint32_t){lo}) >> 7)")
+            return (f"edgenn_ssat(edgenn_requant_doubled({acc}, {self.req.multiplier}, {r}, "
+                    f"{1 << (r - 1)}), 16)")
+        acc = lo if row % 2 == 0 else f"((int32_t)((uint32_t){hi} - (uint32_t){lo}) >> 8)"
+        return (f"edgenn_requant_s32({acc}, {self.req.multiplier}, {self.req.shift}, 0, "
+                "-32768, 32767)")
+
+
+def _scaled(v: str, multiplier: int, shift: int) -> str:
+    """``(v * multiplier + round) >> shift``: TFLM's int16 Logistic / Tanh input scaling."""
+    rnd = (1 << (shift - 1)) if shift > 0 else 0
+    return f"(({v}) * {multiplier} + {rnd}) >> {shift}"
+
+
+def _gate_code(k: int, gate: IntegerGate, fc_w: _Fc, fc_r: _Fc) -> str:
+    """C statement: gate ``k`` (row k of the pass) of the current unit into g{k}."""
+    i = k // 2
+    zw = fc_w.value(f"b{i}_x", f"a{i}_x", k)
+    zr = fc_r.value(f"b{i}_h", f"a{i}_h", k)
+    z = f"edgenn_ssat({zw} + {zr}, 16)"
+    curve = "edgenn_sigmoid16" if gate.activation == "sigmoid" else "edgenn_tanh16"
+    # both curves take the Q3.12 value times 3 (TFLM's power-of-two input scaling)
+    return (f"        const int32_t z{k} = {z};\n"
+            f"        const int32_t g{k} = {curve}(z{k} * 3, edgenn_sigmoid_table);")
+
+
+def _step_code(layer: Lstm, px: int, ph: int) -> str:
+    """``@P@_step``: one time step of one batch row."""
+    p = layer.params
+    h_units = layer.n_cell
+    fcs = []
+    for k, g in enumerate(p.gates):
+        fcs.append((_Fc.of(g.fc_w, g.w, g.bias_w), _Fc.of(g.fc_r, g.r, g.bias_r)))
+    fm, im, om = p.forget_mul, p.input_mul, p.output_mul
+    ct = p.cell_tanh
+    clip = (f"        v = edgenn_clamp(v, {-p.cell_clip}, {p.cell_clip});\n"
+            if p.cell_clip > 0 else "")
+    lines = [
+        "/* one LSTM step: xe / he the widened x_t and h, c the cell state (in place), h the new",
+        " * hidden state (the step's output row) */",
+        "static __attribute__((noinline)) void @P@_step(const uint32_t *xe, const uint32_t *he,"
+        " int16_t *c, int8_t *h)",
+        "{",
+        "    const uint32_t *wp = @P@_w;",
+        f"    for (int u = 0; u < {h_units}; u++) {{",
+        "    const uint32_t *xp = xe;",
+    ]
+    lines += ["    " + line for line in _dot_block(ROWS // 2, px, "_x", True)]
+    lines.append("    xp = he;")
+    lines += ["    " + line for line in _dot_block(ROWS // 2, ph, "_h", True)]
+    lines += [_gate_code(k, g, *fcs[k]) for k, g in enumerate(p.gates)]
+    lines.append(
+        "        const int32_t fc = edgenn_requant_s32(g0 * c[u], "
+        f"{fm.multiplier}, {fm.shift}, 0, -32768, 32767);\n"
+        "        const int32_t ig = edgenn_requant_s32(g1 * g2, "
+        f"{im.multiplier}, {im.shift}, 0, -32768, 32767);\n"
+        "        int32_t v = edgenn_ssat(fc + ig, 16);\n"
+        f"{clip}"
+        "        c[u] = (int16_t)v;\n"
+        f"        const int32_t t = edgenn_tanh16({_scaled('v', ct.multiplier, ct.shift)}, "
+        "edgenn_sigmoid_table);\n"
+        f"        h[u] = (int8_t)edgenn_requant_s32(t * g3, {om.multiplier}, {om.shift}, "
+        f"{om.zero_point}, {om.lo}, {om.hi});")
+    lines += ["    }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _offset(time_major: bool, batch: int, steps: int, features: int) -> str:
+    """C expression: element offset of row b, step t of a sequence of ``features``."""
+    row = f"(t * {batch} + b)" if time_major else f"(b * {steps} + t)"
+    return f"{row} * {features}"
+
+
+def _sequence_code(layer: Lstm, batch: int, steps: int, n_input: int, px: int) -> str:
+    """``@P@_lstm``: every batch row over every step, state in and out."""
+    h = layer.n_cell
+    tm = layer.time_major
+    return f"""static void @P@_lstm(const int8_t *x, int8_t *y, const int8_t *h0, const int16_t *c0,
+                     int8_t *h_final, int16_t *c_final, void *scratch)
+{{
+    uint32_t *xe = (uint32_t *)scratch;
+    uint32_t *he = xe + {px};
+    int16_t *c = (int16_t *)(he + {dense_pairs(h)});
+    for (int b = 0; b < {batch}; b++) {{
+        const int8_t *hp = h0 + b * {h};
+        memcpy(c, c0 + b * {h}, {2 * h}u);
+        edgenn_fc_widen_s8_dsp(hp, he, {h});
+        for (int t = 0; t < {steps}; t++) {{
+            edgenn_fc_widen_s8_dsp(x + {_offset(tm, batch, steps, n_input)}, xe, {n_input});
+            int8_t *yt = y + {_offset(tm, batch, steps, h)};
+            @P@_step(xe, he, c, yt);
+            edgenn_fc_widen_s8_dsp(yt, he, {h});
+            hp = yt;
+        }}
+        if (h_final != NULL) {{
+            memcpy(h_final + b * {h}, hp, {h}u);
+        }}
+        if (c_final != NULL) {{
+            memcpy(c_final + b * {h}, c, {2 * h}u);
+        }}
+    }}
+}}
+"""
+
+
+class GeneratedLstmS8:
+    """int8 LSTM with one packed weight stream and generated 4-row SMLAD passes per unit."""
+
+    op = "LSTM"
+    priority = 30
+    name = "edgenn_lstm_s8_gen_dsp"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        if not core.has_dsp or graph.tensor(node.inputs[0]).dtype is not DType.INT8:
+            return False
+        try:
+            _check(node, _layer(node, graph))
+        except EdgennError:
+            return False
+        return True
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        layer = _layer(node, graph)
+        _check(node, layer)
+        batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), layer.time_major)
+        h = layer.n_cell
+        px, ph = dense_pairs(n_input), dense_pairs(h)
+        arrays: list[CArray] = [CArray("w", "uint32_t", _weights(layer))]
+        h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
+        c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
+        finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+        code = (_step_code(layer, px, ph) + "\n"
+                + _sequence_code(layer, batch, steps, n_input, px))
+        scratch = 4 * (px + ph) + 2 * h
+        return KernelCall(
+            call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
+            sources=("edgenn_fc_widen_s8_dsp.c", "edgenn_curves_s16.h",
+                     "edgenn_sigmoid_table.h"),
+            arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
+            kernel_name=self.name,
+            comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {h}, generated SMLAD")
+
+
+register_kernel(GeneratedLstmS8())
