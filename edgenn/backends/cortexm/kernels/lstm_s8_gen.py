@@ -136,9 +136,7 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
     """``@P@_step``: one time step of one batch row."""
     p = layer.params
     h_units = layer.n_cell
-    fcs = []
-    for k, g in enumerate(p.gates):
-        fcs.append((_Fc.of(g.fc_w, g.w, g.bias_w), _Fc.of(g.fc_r, g.r, g.bias_r)))
+    fcs = [(_Fc.of(g.fc_w, g.w, g.bias_w), _Fc.of(g.fc_r, g.r, g.bias_r)) for g in p.gates]
     fm, im, om = p.forget_mul, p.input_mul, p.output_mul
     ct = p.cell_tanh
     clip = (f"        v = edgenn_clamp(v, {-p.cell_clip}, {p.cell_clip});\n"
