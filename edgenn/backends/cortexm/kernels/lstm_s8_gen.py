@@ -114,6 +114,33 @@ class _Fc:
                 "-32768, 32767)")
 
 
+# |f * c|, |i * g|, |tanh(c) * o|: products of two int16 values, one of them a Q0.15 gate in
+# [0, 32767] (the other in [-32768, 32767])
+PRODUCT_BOUND = 32767 * 32768
+
+
+def _product(req: Requant, v: str) -> str:
+    """C expression: ``req`` (zero point, clamp) of the element-wise product ``v``. By a
+    single SMMULR of the doubled product when ``fast_requant_mode`` proves it exact for
+    |v| <= PRODUCT_BOUND (asked with no weights and that bound as the bias), else TFLite's
+    double rounding."""
+    fast = fast_requant_mode(np.zeros((1, 1), np.int64), np.array([PRODUCT_BOUND]),
+                             np.array([req.shift]), np.array([req.multiplier]),
+                             req.zero_point, -128, 127)
+    if fast:
+        r = -req.shift
+        half = (1 << (r - 1)) + (req.zero_point << r)
+        value = (f"edgenn_requant_doubled((int32_t)((uint32_t)({v}) << 1), {req.multiplier}, "
+                 f"{r}, {half})")
+        if (req.lo, req.hi) == (-32768, 32767):
+            return f"edgenn_ssat({value}, 16)"
+        if (req.lo, req.hi) == (-128, 127):
+            return f"edgenn_ssat({value}, 8)"
+        return f"edgenn_clamp({value}, {req.lo}, {req.hi})"
+    return (f"edgenn_requant_s32({v}, {req.multiplier}, {req.shift}, {req.zero_point}, "
+            f"{req.lo}, {req.hi})")
+
+
 def _scaled(v: str, multiplier: int, shift: int) -> str:
     """``(v * multiplier + round) >> shift``: TFLM's int16 Logistic / Tanh input scaling."""
     rnd = (1 << (shift - 1)) if shift > 0 else 0
@@ -156,17 +183,14 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
     lines += ["    " + line for line in _dot_block(ROWS // 2, ph, "_h", True)]
     lines += [_gate_code(k, g, *fcs[k]) for k, g in enumerate(p.gates)]
     lines.append(
-        "        const int32_t fc = edgenn_requant_s32(g0 * c[u], "
-        f"{fm.multiplier}, {fm.shift}, 0, -32768, 32767);\n"
-        "        const int32_t ig = edgenn_requant_s32(g1 * g2, "
-        f"{im.multiplier}, {im.shift}, 0, -32768, 32767);\n"
+        f"        const int32_t fc = {_product(fm, 'g0 * c[u]')};\n"
+        f"        const int32_t ig = {_product(im, 'g1 * g2')};\n"
         "        int32_t v = edgenn_ssat(fc + ig, 16);\n"
         f"{clip}"
         "        c[u] = (int16_t)v;\n"
         f"        const int32_t t = edgenn_tanh16({_scaled('v', ct.multiplier, ct.shift)}, "
         "edgenn_sigmoid_table);\n"
-        f"        h[u] = (int8_t)edgenn_requant_s32(t * g3, {om.multiplier}, {om.shift}, "
-        f"{om.zero_point}, {om.lo}, {om.hi});")
+        f"        h[u] = (int8_t){_product(om, 't * g3')};")
     lines += ["    }", "}"]
     return "\n".join(lines) + "\n"
 
