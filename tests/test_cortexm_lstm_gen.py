@@ -1,8 +1,10 @@
-"""The generated int8 LSTM of DSP cores (kernels/lstm_s8_gen.py) against the reference runtime
-and TFLite Micro: zero mismatches over shapes with odd unit counts, input sizes that are not
-multiples of 4, time-major sequences of several batch rows, cell clipping, both gate requantizations
-(single SMMULR and TFLite's double rounding), full-range inputs and stateful streams. Every
-case is checked to run the generated kernel (not the portable fallback), in one firmware.
+"""The generated integer LSTMs of DSP cores (kernels/lstm_s8_gen.py, int8, and
+kernels/lstm_s16_gen.py, 16x8) against the reference runtime and TFLite Micro: zero
+mismatches over shapes with odd unit counts, input sizes that are not multiples of 4,
+time-major sequences of several batch rows, cell clipping, both gate requantizations (int8:
+single SMMULR and TFLite's double rounding), full-range inputs and stateful streams. Every
+case is checked to run the generated kernel (not the portable fallback); each list of cases
+runs in one firmware.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ pytest.importorskip("tflite_micro")
 
 from edgenn.api import compile_model  # noqa: E402
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import GeneratedLstmS8  # noqa: E402
+from edgenn.backends.cortexm.kernels.lstm_s16_gen import MAX_PAIRS, GeneratedLstmS16  # noqa: E402
 from edgenn.backends.cortexm.selection import select_kernel  # noqa: E402
 from edgenn.backends.cortexm.targets import CORES  # noqa: E402
 from edgenn.frontends.tflite import load_tflite  # noqa: E402
-from edgenn.ir import Graph  # noqa: E402
+from edgenn.ir import DType, Graph  # noqa: E402
 from edgenn.oracles.tflm import tflm_interpreter, tflm_run  # noqa: E402
 from tests.conformance.cases.recurrent import LstmShape, lstm_quantized  # noqa: E402
 from tests.conformance.spec import Case, model_bytes  # noqa: E402
@@ -46,8 +49,24 @@ SLOW_CASES: list[tuple[str, LstmShape, dict[str, object]]] = [
 ]
 
 
-def _cases(spec: list[tuple[str, LstmShape, dict[str, object]]]) -> list[Case]:
-    return [lstm_quantized(name, shape, **opts) for name, shape, opts in spec]  # type: ignore[arg-type]
+CASES16: list[tuple[str, LstmShape, dict[str, object]]] = [
+    ("gen16_3x4", LstmShape(1, 5, 3, 4), {}),
+    ("gen16_7x5_clip", LstmShape(1, 4, 7, 5), {"cell_clip": 2.0}),
+    ("gen16_6x3_time_major_batch3", LstmShape(3, 1, 6, 3, time_major=True), {}),
+    ("gen16_1x1", LstmShape(1, 3, 1, 1), {"x_scale": 0.05}),
+    ("gen16_30x11", LstmShape(1, 3, 30, 11), {"cell_pow": -12, "h_scale": 1 / 32}),
+]
+SLOW_CASES16: list[tuple[str, LstmShape, dict[str, object]]] = [
+    ("gen16_129x64", LstmShape(1, 2, 129, 64), {"x_scale": 0.05}),
+    ("gen16_33x31", LstmShape(1, 4, 33, 31), {"cell_pow": -15}),
+    ("gen16_5x2_time_major_batch2", LstmShape(2, 1, 5, 2, time_major=True), {}),
+]
+Spec = list[tuple[str, LstmShape, dict[str, object]]]
+
+
+def _cases(spec: Spec) -> list[Case]:
+    return [lstm_quantized(name, shape, int16=name.startswith("gen16"), **opts)  # type: ignore[arg-type]
+            for name, shape, opts in spec]
 
 
 def _full_range(graph: Graph, n: int, seed: int) -> list[np.ndarray]:
@@ -68,7 +87,9 @@ def _mismatches(got: list[np.ndarray], want: list[np.ndarray]) -> int:
 
 def _check_selected(graph: Graph, core_name: str = "cortex-m4") -> None:
     for node in graph.nodes:
-        assert select_kernel(node, graph, CORES[core_name]).name == GeneratedLstmS8.name, node
+        int16 = graph.tensor(node.inputs[0]).dtype is DType.INT16
+        want = GeneratedLstmS16.name if int16 else GeneratedLstmS8.name
+        assert select_kernel(node, graph, CORES[core_name]).name == want, node
 
 
 def test_both_requantizations_are_generated() -> None:
@@ -90,9 +111,14 @@ def test_no_dsp_and_int16_keep_the_portable_kernel() -> None:
     g16 = load_tflite(model_bytes([lstm_quantized("i16", LstmShape(1, 3, 4, 5), int16=True)]),
                       name="i16")
     assert not GeneratedLstmS8().matches(g16.nodes[0], g16, M4)
+    assert not GeneratedLstmS16().matches(graph.nodes[0], graph, M4)
+    # beyond the straight-code depth: the portable 16x8 kernel
+    deep = load_tflite(model_bytes([lstm_quantized("deep16", LstmShape(1, 1, 2 * MAX_PAIRS, 4),
+                                                   int16=True)]), name="deep16")
+    assert select_kernel(deep.nodes[0], deep, M4).name == "edgenn_lstm"
 
 
-def _run(spec: list[tuple[str, LstmShape, dict[str, object]]], target: str, seed: int) -> None:
+def _run(spec: Spec, target: str, seed: int) -> None:
     data = model_bytes(_cases(spec))
     graph = load_tflite(data, name="lstm_gen")
     _check_selected(graph, target)
@@ -103,14 +129,16 @@ def _run(spec: list[tuple[str, LstmShape, dict[str, object]]], target: str, seed
 
 
 @needs_arm
-def test_m4_matches_reference_and_tflm() -> None:
-    _run(CASES, "cortex-m4", 1)
+@pytest.mark.parametrize("int16", [False, True], ids=["int8", "int16"])
+def test_m4_matches_reference_and_tflm(int16: bool) -> None:
+    _run(CASES16 if int16 else CASES, "cortex-m4", 1)
 
 
 @needs_arm
-def test_m4_stateful_stream_matches_reference_and_tflm() -> None:
+@pytest.mark.parametrize("int16", [False, True], ids=["int8", "int16"])
+def test_m4_stateful_stream_matches_reference_and_tflm(int16: bool) -> None:
     """Six invocations carrying hidden and cell state, a reset, two more."""
-    data = model_bytes(_cases(CASES[:3]))
+    data = model_bytes(_cases((CASES16 if int16 else CASES)[:3]))
     graph = load_tflite(data, name="lstm_gen_state")
     assert graph.state
     _check_selected(graph)
@@ -130,5 +158,6 @@ def test_m4_stateful_stream_matches_reference_and_tflm() -> None:
 @needs_arm
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m7"])
-def test_sweep_matches_reference_and_tflm(target: str) -> None:
-    _run(CASES + SLOW_CASES, target, 11)
+@pytest.mark.parametrize("int16", [False, True], ids=["int8", "int16"])
+def test_sweep_matches_reference_and_tflm(target: str, int16: bool) -> None:
+    _run(CASES16 + SLOW_CASES16 if int16 else CASES + SLOW_CASES, target, 11)

@@ -42,7 +42,7 @@ from edgenn.backends.cortexm.kernels.dense import (
 )
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.lstm import IntegerGate, Lstm, Requant
+from edgenn.backends.ref.kernels.lstm import IntegerGate, IntegerLstm, Lstm, Requant
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
@@ -58,7 +58,7 @@ def _layer(node: Node, graph: Graph) -> Lstm:
     return layer
 
 
-def _unit_rows(layer: Lstm, u: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def unit_rows(layer: Lstm, u: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Unit ``u``'s four gate rows: (input weights [4, I], folded biases, recurrent weights
     [4, H], folded biases)."""
     gates = layer.params.gates
@@ -68,7 +68,7 @@ def _unit_rows(layer: Lstm, u: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 def _check(node: Node, layer: Lstm) -> None:
     for u in range(layer.n_cell):
-        w, bw, r, br = _unit_rows(layer, u)
+        w, bw, r, br = unit_rows(layer, u)
         for mat, bias in ((w, bw), (r, br)):
             if not packable(mat) or not bias_in_accumulators(mat, bias):
                 raise UnsupportedOperatorError(
@@ -79,7 +79,7 @@ def _weights(layer: Lstm) -> np.ndarray:
     """uint32 stream: per unit, the input part then the recurrent part (init words first)."""
     words = []
     for u in range(layer.n_cell):
-        w, bw, r, br = _unit_rows(layer, u)
+        w, bw, r, br = unit_rows(layer, u)
         words += [pack_dense_weights(w, i32(bw).astype(np.int64)),
                   pack_dense_weights(r, i32(br).astype(np.int64))]
     return np.concatenate(words)
@@ -147,11 +147,9 @@ def _scaled(v: str, multiplier: int, shift: int) -> str:
     return f"(({v}) * {multiplier} + {rnd}) >> {shift}"
 
 
-def _gate_code(k: int, gate: IntegerGate, fc_w: _Fc, fc_r: _Fc) -> str:
-    """C statement: gate ``k`` (row k of the pass) of the current unit into g{k}."""
-    i = k // 2
-    zw = fc_w.value(f"b{i}_x", f"a{i}_x", k)
-    zr = fc_r.value(f"b{i}_h", f"a{i}_h", k)
+def gate_code(k: int, gate: IntegerGate, zw: str, zr: str) -> str:
+    """C statements: gate ``k`` of the current unit into g{k}, from its two FCs' Q3.12
+    values ``zw`` and ``zr`` (C expressions, int16-saturated)."""
     z = f"edgenn_ssat({zw} + {zr}, 16)"
     curve = "edgenn_sigmoid16" if gate.activation == "sigmoid" else "edgenn_tanh16"
     # both curves take the Q3.12 value times 3 (TFLM's power-of-two input scaling)
@@ -159,15 +157,28 @@ def _gate_code(k: int, gate: IntegerGate, fc_w: _Fc, fc_r: _Fc) -> str:
             f"        const int32_t g{k} = {curve}(z{k} * 3, edgenn_sigmoid_table);")
 
 
+def cell_code(p: IntegerLstm, hidden_ctype: str) -> str:
+    """C statements after the gates g0..g3 of unit u: the cell state c[u] and the hidden
+    value h[u], with TFLM's saturations."""
+    fm, im, om = p.forget_mul, p.input_mul, p.output_mul
+    ct = p.cell_tanh
+    clip = (f"        v = edgenn_clamp(v, {-p.cell_clip}, {p.cell_clip});\n"
+            if p.cell_clip > 0 else "")
+    return (f"        const int32_t fc = {_product(fm, 'g0 * c[u]')};\n"
+            f"        const int32_t ig = {_product(im, 'g1 * g2')};\n"
+            "        int32_t v = edgenn_ssat(fc + ig, 16);\n"
+            f"{clip}"
+            "        c[u] = (int16_t)v;\n"
+            f"        const int32_t t = edgenn_tanh16({_scaled('v', ct.multiplier, ct.shift)}, "
+            "edgenn_sigmoid_table);\n"
+            f"        h[u] = ({hidden_ctype}){_product(om, 't * g3')};")
+
+
 def _step_code(layer: Lstm, px: int, ph: int) -> str:
     """``@P@_step``: one time step of one batch row."""
     p = layer.params
     h_units = layer.n_cell
     fcs = [(_Fc.of(g.fc_w, g.w, g.bias_w), _Fc.of(g.fc_r, g.r, g.bias_r)) for g in p.gates]
-    fm, im, om = p.forget_mul, p.input_mul, p.output_mul
-    ct = p.cell_tanh
-    clip = (f"        v = edgenn_clamp(v, {-p.cell_clip}, {p.cell_clip});\n"
-            if p.cell_clip > 0 else "")
     lines = [
         "/* one LSTM step: xe / he the widened x_t and h, c the cell state (in place), h the new",
         " * hidden state (the step's output row) */",
@@ -181,21 +192,17 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
     lines += ["    " + line for line in _dot_block(ROWS // 2, px, "_x", True)]
     lines.append("    xp = he;")
     lines += ["    " + line for line in _dot_block(ROWS // 2, ph, "_h", True)]
-    lines += [_gate_code(k, g, *fcs[k]) for k, g in enumerate(p.gates)]
-    lines.append(
-        f"        const int32_t fc = {_product(fm, 'g0 * c[u]')};\n"
-        f"        const int32_t ig = {_product(im, 'g1 * g2')};\n"
-        "        int32_t v = edgenn_ssat(fc + ig, 16);\n"
-        f"{clip}"
-        "        c[u] = (int16_t)v;\n"
-        f"        const int32_t t = edgenn_tanh16({_scaled('v', ct.multiplier, ct.shift)}, "
-        "edgenn_sigmoid_table);\n"
-        f"        h[u] = (int8_t){_product(om, 't * g3')};")
+    for k, g in enumerate(p.gates):
+        fc_w, fc_r = fcs[k]
+        i = k // 2
+        lines.append(gate_code(k, g, fc_w.value(f"b{i}_x", f"a{i}_x", k),
+                               fc_r.value(f"b{i}_h", f"a{i}_h", k)))
+    lines.append(cell_code(p, "int8_t"))
     lines += ["    }", "}"]
     return "\n".join(lines) + "\n"
 
 
-def _offset(time_major: bool, batch: int, steps: int, features: int) -> str:
+def offset(time_major: bool, batch: int, steps: int, features: int) -> str:
     """C expression: element offset of row b, step t of a sequence of ``features``."""
     row = f"(t * {batch} + b)" if time_major else f"(b * {steps} + t)"
     return f"{row} * {features}"
@@ -216,8 +223,8 @@ def _sequence_code(layer: Lstm, batch: int, steps: int, n_input: int, px: int) -
         memcpy(c, c0 + b * {h}, {2 * h}u);
         edgenn_fc_widen_s8_dsp(hp, he, {h});
         for (int t = 0; t < {steps}; t++) {{
-            edgenn_fc_widen_s8_dsp(x + {_offset(tm, batch, steps, n_input)}, xe, {n_input});
-            int8_t *yt = y + {_offset(tm, batch, steps, h)};
+            edgenn_fc_widen_s8_dsp(x + {offset(tm, batch, steps, n_input)}, xe, {n_input});
+            int8_t *yt = y + {offset(tm, batch, steps, h)};
             @P@_step(xe, he, c, yt);
             edgenn_fc_widen_s8_dsp(yt, he, {h});
             hp = yt;
