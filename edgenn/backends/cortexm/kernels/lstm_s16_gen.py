@@ -9,9 +9,12 @@ to pair those elements. Per word, SMLALD of the raw two-row word gives A = dot_a
 and SMLALD of its SXTB16 gives B = dot_a, both in 64 bits, where dot_b = (A - B) >> 8 is always
 exact (no 2^23 bound to prove). The accumulators start from the 64-bit biases stored ahead of
 each part. Each gate FC requantizes with TFLite's 64-bit MultiplyByQuantizedMultiplier (the
-reduced 16-bit multiplier), truncated to int32 and saturated to int16 as TFLM.
+reduced 16-bit multiplier), truncated to int32 and saturated to int16 as TFLM, by one SMLAL:
+exact because the generator proves every accumulator fits int32.
 
-Claims: int16 activations (zero points 0), packable weights and at most MAX_PAIRS words of
+Claims: int16 activations (zero points 0), packable weights, accumulators provably within
+int32 (|bias| + 32768 sum|w| < 2^31: within MAX_PAIRS, only a huge bias breaks it; the
+portable kernel refuses biases beyond int32 too) and at most MAX_PAIRS words of
 input plus hidden state (the dot products are straight code: 13 registers leave none for a
 loop bound); anything else runs the portable kernel.
 """
@@ -52,6 +55,11 @@ def _layer(node: Node, graph: Graph) -> Lstm:
         if not packable(w) or not packable(r):
             raise UnsupportedOperatorError(
                 f"{node}: LSTM weights of unit {u} do not fit two-row weight words")
+    for g in layer.params.gates:
+        for w, bias, req in ((g.w, g.bias_w, g.fc_w), (g.r, g.bias_r, g.fc_r)):
+            if not _fits_int32(w, bias) or not 1 <= 15 - req.shift <= 62:
+                raise UnsupportedOperatorError(
+                    f"{node}: 16x8 LSTM accumulators beyond int32 are not generated")
     return layer
 
 
@@ -113,13 +121,40 @@ def _dot64_block(steps: int, tag: str) -> list[str]:
             "            :", '            : "cc", "memory");', "    }"]
 
 
+def _fits_int32(w: np.ndarray, bias: np.ndarray) -> bool:
+    """True when every row's accumulator provably fits int32: |bias| + 32768 sum|w| < 2^31
+    (|x| <= 32768)."""
+    bound = np.abs(np.asarray(bias, np.int64)) + 32768 * np.abs(w).astype(np.int64).sum(axis=1)
+    return bool(np.all(bound < 2**31))
+
+
+# why asm: gcc multiplies an int64 by a constant with a chain of 64-bit shifts and adds (about
+# 20 instructions); one SMLAL onto the rounding constant is exact as the accumulator fits
+# int32 (``_fits_int32``), and the 64-bit shift of (hi, lo) then costs 2 more
+MBQM64_HELPER = """/* TFLite's 64-bit MultiplyByQuantizedMultiplier of an accumulator that fits
+ * int32: (v * m + round) >> total (1 <= total <= 62) truncated to int32, as the C++ */
+static inline __attribute__((always_inline)) int32_t @P@_mbqm64(int32_t v, int32_t m,
+                                                               uint32_t lo, int32_t hi,
+                                                               const int total)
+{
+    __asm__("smlal %0, %1, %2, %3" : "+r"(lo), "+r"(hi) : "r"(v), "r"(m));
+    if (total < 32) {
+        return (int32_t)((lo >> total) | ((uint32_t)hi << (32 - total)));
+    }
+    return hi >> (total - 32);
+}
+"""
+
+
 def _fc64(req: Requant, lo: str, hi: str, row: int) -> str:
-    """C expression: TFLite's 64-bit MultiplyByQuantizedMultiplier of the row's accumulator,
-    truncated to int32 (as the C++ assignment) and saturated to int16."""
+    """C expression: TFLite's 64-bit MultiplyByQuantizedMultiplier of the row's accumulator
+    (which fits int32: ``_layer``), truncated to int32 as the C++ assignment, saturated to
+    int16."""
     acc = lo if row % 2 == 0 else f"(({hi} - {lo}) >> 8)"
     total = 15 - req.shift
-    return (f"edgenn_ssat((int32_t)(({acc} * {int(reduced_multiplier(req.multiplier))} + "
-            f"((int64_t)1 << {total - 1})) >> {total}), 16)")
+    rnd = 1 << (total - 1)
+    return (f"edgenn_ssat(@P@_mbqm64((int32_t){acc}, {int(reduced_multiplier(req.multiplier))}, "
+            f"{rnd & 0xFFFFFFFF}u, {rnd >> 32}, {total}), 16)")
 
 
 def _step_code(layer: Lstm, px: int, ph: int) -> str:
@@ -205,7 +240,8 @@ class GeneratedLstmS16:
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
         finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
-        code = _step_code(layer, px, ph) + "\n" + _sequence_code(layer, batch, steps, n_input)
+        code = (MBQM64_HELPER + "\n" + _step_code(layer, px, ph) + "\n"
+                + _sequence_code(layer, batch, steps, n_input))
         scratch = 2 * (_pad4(n_input) + _pad4(h) + h)
         return KernelCall(
             call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
