@@ -18,7 +18,7 @@ pytest.importorskip("tflite_micro")
 
 from edgenn.api import compile_model  # noqa: E402
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import GeneratedLstmS8  # noqa: E402
-from edgenn.backends.cortexm.kernels.lstm_s16_gen import MAX_PAIRS, GeneratedLstmS16  # noqa: E402
+from edgenn.backends.cortexm.kernels.lstm_s16_gen import GeneratedLstmS16  # noqa: E402
 from edgenn.backends.cortexm.selection import select_kernel  # noqa: E402
 from edgenn.backends.cortexm.targets import CORES  # noqa: E402
 from edgenn.frontends.tflite import load_tflite  # noqa: E402
@@ -55,6 +55,7 @@ CASES16: list[tuple[str, LstmShape, dict[str, object]]] = [
     ("gen16_6x3_time_major_batch3", LstmShape(3, 1, 6, 3, time_major=True), {}),
     ("gen16_1x1", LstmShape(1, 3, 1, 1), {"x_scale": 0.05}),
     ("gen16_30x11", LstmShape(1, 3, 30, 11), {"cell_pow": -12, "h_scale": 1 / 32}),
+    ("gen16_150x37_looped", LstmShape(1, 2, 150, 37), {}),  # the input part looped
 ]
 SLOW_CASES16: list[tuple[str, LstmShape, dict[str, object]]] = [
     ("gen16_129x64", LstmShape(1, 2, 129, 64), {"x_scale": 0.05}),
@@ -112,8 +113,8 @@ def test_no_dsp_and_int16_keep_the_portable_kernel() -> None:
                       name="i16")
     assert not GeneratedLstmS8().matches(g16.nodes[0], g16, M4)
     assert not GeneratedLstmS16().matches(graph.nodes[0], graph, M4)
-    # beyond the straight-code depth: the portable 16x8 kernel
-    deep = load_tflite(model_bytes([lstm_quantized("deep16", LstmShape(1, 1, 2 * MAX_PAIRS, 4),
+    # a 16x8 input FC whose accumulators could leave int32: the portable 16x8 kernel
+    deep = load_tflite(model_bytes([lstm_quantized("deep16", LstmShape(1, 1, 3000, 2),
                                                    int16=True)]), name="deep16")
     assert select_kernel(deep.nodes[0], deep, M4).name == "edgenn_lstm"
 

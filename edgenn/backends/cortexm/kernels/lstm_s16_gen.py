@@ -12,11 +12,10 @@ each part. Each gate FC requantizes with TFLite's 64-bit MultiplyByQuantizedMult
 reduced 16-bit multiplier), truncated to int32 and saturated to int16 as TFLM, by one SMLAL:
 exact because the generator proves every accumulator fits int32.
 
-Claims: int16 activations (zero points 0), packable weights, accumulators provably within
-int32 (|bias| + 32768 sum|w| < 2^31: within MAX_PAIRS, only a huge bias breaks it; the
-portable kernel refuses biases beyond int32 too) and at most MAX_PAIRS words of
-input plus hidden state (the dot products are straight code: 13 registers leave none for a
-loop bound); anything else runs the portable kernel.
+Claims: int16 activations (zero points 0), packable weights and accumulators provably within
+int32 (|bias| + 32768 sum|w| < 2^31 per row: depths up to about 500 whatever the weights;
+the portable kernel refuses biases beyond int32 too); anything else runs the portable
+kernel.
 """
 
 from __future__ import annotations
@@ -35,7 +34,8 @@ from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
 
-MAX_PAIRS = 160  # input + hidden words per unit as straight code (about 20 bytes of code each)
+STRAIGHT_MAX = 32  # words of a dot product as straight code (about 30 bytes of code each)
+LOOP_WORDS = 16  # words per loop iteration beyond (the test: 5 cycles)
 
 
 def _pad4(n: int) -> int:
@@ -47,9 +47,6 @@ def _layer(node: Node, graph: Graph) -> Lstm:
     assert isinstance(layer, Lstm)
     if not layer.integer or not layer.params.wide:
         raise UnsupportedOperatorError(f"{node}: the generated 16x8 LSTM is int16")
-    n_input = layer.params.gates[0].w.shape[1]
-    if (_pad4(n_input) + _pad4(layer.n_cell)) // 2 > MAX_PAIRS:
-        raise UnsupportedOperatorError(f"{node}: LSTM too deep for straight-code passes")
     for u in range(layer.n_cell):
         w, _, r, _ = unit_rows(layer, u)
         if not packable(w) or not packable(r):
@@ -97,19 +94,36 @@ def _weights(layer: Lstm) -> np.ndarray:
     return np.concatenate(words)
 
 
+def _step64(first: bool) -> list[str]:
+    """One input word against the unit's two row-pair words (``first``: the initial 64-bit
+    accumulators are loaded in the same run of loads)."""
+    asm = ["ldr.w %[x], [%[xp]], #4"]
+    if first:
+        asm += [f"ldr.w %{half}[{r}{i}], [%[wp]], #4" for i in range(2) for r in "ba"
+                for half in "QR"]
+    asm += ["ldr.w %[w0], [%[wp]], #4", "ldr.w %[w1], [%[wp]], #4"]
+    for i in range(2):
+        asm += [f"smlald %Q[a{i}], %R[a{i}], %[x], %[w{i}]", f"sxtb16 %[w{i}], %[w{i}]",
+                f"smlald %Q[b{i}], %R[b{i}], %[x], %[w{i}]"]
+    return asm
+
+
 def _dot64_block(steps: int, tag: str) -> list[str]:
     """C statements: int64 accumulators a{i}{tag}, b{i}{tag} of the unit's two row pairs over
-    ``steps`` words of xp, initial values and weight words from wp (both advanced)."""
-    asm = ["ldr.w %[x], [%[xp]], #4"]
-    asm += [f"ldr.w %{half}[{r}{i}], [%[wp]], #4" for i in range(2) for r in "ba"
-            for half in "QR"]
-    for s in range(steps):
-        if s:
-            asm.append("ldr.w %[x], [%[xp]], #4")
-        asm += ["ldr.w %[w0], [%[wp]], #4", "ldr.w %[w1], [%[wp]], #4"]
-        for i in range(2):
-            asm += [f"smlald %Q[a{i}], %R[a{i}], %[x], %[w{i}]", f"sxtb16 %[w{i}], %[w{i}]",
-                    f"smlald %Q[b{i}], %R[b{i}], %[x], %[w{i}]"]
+    ``steps`` words of xp, initial values and weight words from wp (both advanced).
+
+    Up to STRAIGHT_MAX words run as straight code; beyond, a loop of LOOP_WORDS words after
+    the remainder. The 13 registers leave none for the loop bound: it is a memory operand,
+    loaded into the (then dead) input register for the test."""
+    if steps <= STRAIGHT_MAX:
+        asm = [line for s in range(steps) for line in _step64(s == 0)]
+        ins = ""
+    else:
+        head = 1 + (steps - 1) % LOOP_WORDS
+        asm = [line for s in range(head) for line in _step64(s == 0)]
+        asm += ["1:", *(line for _ in range(LOOP_WORDS) for line in _step64(False)),
+                "ldr.w %[x], %[end]", "cmp %[xp], %[x]", "bne 1b"]
+        ins = '[end] "m"(xend)'
     accs = [f"{r}{i}{tag}" for i in range(2) for r in "ab"]
     outs = [f'[{r}{i}] "=&r"({r}{i}{tag})' for i in range(2) for r in "ab"]
     outs += ['[x] "=&r"(tx)', '[w0] "=&r"(tw0)', '[w1] "=&r"(tw1)', '[xp] "+r"(xp)',
@@ -117,8 +131,9 @@ def _dot64_block(steps: int, tag: str) -> list[str]:
     body = "".join(f'        "{line}\\n\\t"\n' for line in asm)
     # DSP cores only (the kernel claims no other): no C twin
     return [f"    int64_t {', '.join(accs)};", "    {", "        uint32_t tx, tw0, tw1;",
+            f"        const uint32_t *xend = xp + {steps};", "        (void)xend;",
             "        __asm__ volatile(", body.rstrip("\n"), f"            : {', '.join(outs)}",
-            "            :", '            : "cc", "memory");', "    }"]
+            f"            : {ins}", '            : "cc", "memory");', "    }"]
 
 
 def _fits_int32(w: np.ndarray, bias: np.ndarray) -> bool:
