@@ -185,12 +185,14 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
         "    const uint32_t *xp = (const uint32_t *)xe;",
     ]
     lines += ["    " + line for line in _dot64_block(px, "_x")]
+    # the input FCs requantized now: 4 int32 values instead of 8 accumulator registers live
+    # across the recurrent block
+    lines += [f"    const int32_t zw{k} = {_fc64(g.fc_w, f'b{k // 2}_x', f'a{k // 2}_x', k)};"
+              for k, g in enumerate(p.gates)]
     lines.append("    xp = (const uint32_t *)he;")
     lines += ["    " + line for line in _dot64_block(ph, "_h")]
     for k, g in enumerate(p.gates):
-        i = k // 2
-        lines.append(gate_code(k, g, _fc64(g.fc_w, f"b{i}_x", f"a{i}_x", k),
-                               _fc64(g.fc_r, f"b{i}_h", f"a{i}_h", k)))
+        lines.append(gate_code(k, g, f"zw{k}", _fc64(g.fc_r, f"b{k // 2}_h", f"a{k // 2}_h", k)))
     lines.append(cell_code(p, "int16_t"))
     lines += ["    }", "}"]
     return "\n".join(lines) + "\n"
