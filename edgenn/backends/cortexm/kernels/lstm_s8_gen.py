@@ -188,13 +188,18 @@ def cell_code(p: IntegerLstm, hidden_ctype: str, unit: str = "u") -> str:
             f"        h[{unit}] = ({hidden_ctype}){_product(om, 't * g3')};")
 
 
-def _passes(px: int, ph: int, rows: int, tag: str) -> list[str]:
-    """C statements: one pass of ``rows`` rows over x (accumulators ..._x{tag}) then over h
-    (..._h{tag}), the weight pointer running on."""
+def _passes(px: int, ph: int, gates: list[int], tag: str, fcs: list[tuple[_Fc, _Fc]]
+            ) -> list[str]:
+    """C statements: one pass over x (accumulators ..._x{tag}) then over h (..._h{tag}), the
+    weight pointer running on; row r is gate ``gates[r]`` of its unit, and its input FC is
+    requantized into zw{tag}{r} before the h block (fewer values live across it)."""
     lines = ["    xp = xe;"]
-    lines += ["    " + line for line in _dot_block(rows // 2, px, f"_x{tag}", True)]
+    lines += ["    " + line for line in _dot_block(len(gates) // 2, px, f"_x{tag}", True)]
+    lines += [f"    const int32_t zw{tag}{r} = "
+              f"{fcs[k][0].value(f'b{r // 2}_x{tag}', f'a{r // 2}_x{tag}', r)};"
+              for r, k in enumerate(gates)]
     lines.append("    xp = he;")
-    lines += ["    " + line for line in _dot_block(rows // 2, ph, f"_h{tag}", True)]
+    lines += ["    " + line for line in _dot_block(len(gates) // 2, ph, f"_h{tag}", True)]
     return lines
 
 
@@ -208,9 +213,9 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
 
     def gate(k: int, pair: int, tag: str, suffix: str = "") -> str:
         """Gate k from row pair ``pair`` of pass ``tag`` (a row's parity is its gate's)."""
-        fc_w, fc_r = fcs[k]
-        return gate_code(k, p.gates[k], fc_w.value(f"b{pair}_x{tag}", f"a{pair}_x{tag}", k),
-                         fc_r.value(f"b{pair}_h{tag}", f"a{pair}_h{tag}", k), suffix)
+        row = 2 * pair + k % 2
+        return gate_code(k, p.gates[k], f"zw{tag}{row}",
+                         fcs[k][1].value(f"b{pair}_h{tag}", f"a{pair}_h{tag}", k), suffix)
 
     def unit(sources: list[tuple[int, str]], index: str) -> list[str]:
         """The unit's gates k from (row pair, pass) ``sources[k]``, then its cell update."""
@@ -228,19 +233,19 @@ def _step_code(layer: Lstm, px: int, ph: int) -> str:
     ]
     if triples:
         lines += [f"    for (int u = 0; u < {3 * triples}; u += 3) {{"]
-        lines += _passes(px, ph, 6, "a")
+        lines += _passes(px, ph, [0, 1, 2, 3, 0, 1], "a", fcs)
         lines += unit([(0, "a"), (0, "a"), (1, "a"), (1, "a")], "u")
         # unit 1's forget and input gates now: four accumulators fewer live across pass b
         lines += ["    int32_t n0, n1;", "    {", gate(0, 2, "a"), gate(1, 2, "a"),
                   "        n0 = g0;", "        n1 = g1;", "    }"]
-        lines += _passes(px, ph, 6, "b")
+        lines += _passes(px, ph, [2, 3, 0, 1, 2, 3], "b", fcs)
         lines += ["    {", "        const int32_t g0 = n0, g1 = n1;", gate(2, 0, "b"),
                   gate(3, 0, "b"), cell_code(p, "int8_t", "u + 1"), "    }"]
         lines += unit([(1, "b"), (1, "b"), (2, "b"), (2, "b")], "u + 2")
         lines.append("    }")
     if rest:
         lines += [f"    for (int u = {3 * triples}; u < {layer.n_cell}; u++) {{"]
-        lines += _passes(px, ph, 4, "")
+        lines += _passes(px, ph, [0, 1, 2, 3], "", fcs)
         lines += unit([(0, ""), (0, ""), (1, ""), (1, "")], "u")
         lines.append("    }")
     lines.append("}")
