@@ -162,3 +162,19 @@ def test_m4_stateful_stream_matches_reference_and_tflm(int16: bool) -> None:
 @pytest.mark.parametrize("int16", [False, True], ids=["int8", "int16"])
 def test_sweep_matches_reference_and_tflm(target: str, int16: bool) -> None:
     _run(CASES16 + SLOW_CASES16 if int16 else CASES + SLOW_CASES, target, 11)
+
+
+@needs_arm
+def test_m4_compact_code_matches_reference() -> None:
+    """Compact code (the flash policy's smaller form): 4-row passes only, less flash, exact."""
+    from edgenn.backends.cortexm.executable import compile_cortexm
+
+    data = model_bytes(_cases(CASES[:2]))
+    graph = load_tflite(data, name="lstm_gen_compact")
+    xs = _full_range(graph, 4, 9)
+    fast, compact = (compile_cortexm(graph, "cortex-m4", compact=c) for c in (False, True))
+    assert compact.manifest["compact_layers"] == [0, 1]
+    assert compact.sizes()["flash"] < fast.sizes()["flash"]
+    got = compact.run(*xs)
+    assert _mismatches(got, compile_model(graph, "ref").run(*xs)) == 0
+    assert _mismatches(got, tflm_run(data, *xs)) == 0

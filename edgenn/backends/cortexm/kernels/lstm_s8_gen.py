@@ -13,9 +13,10 @@ FullyConnected (``dense.py``), whose weight words, widening and SMLAD blocks it 
   from the input and from the step's output row, which is the new hidden state).
 * Three units run as two passes of 6 rows (3 row-pair words per input pair; SMLAD, SXTB16,
   SMLAD each: ``dense._dot_block``; 14 cycles per 12 MACs against 10 per 8 with a 4-row pass
-  per unit), the units left over one 4-row pass each; after each pass the gate values, the
-  cell update and the hidden value of its completed units in generated C with every constant
-  inlined: nothing is stored between the gates and the cell update.
+  per unit), the units left over one 4-row pass each (every unit in compact code); after
+  each pass the gate values, the cell update and the hidden value of its completed units in
+  generated C with every constant inlined: nothing is stored between the gates and the cell
+  update.
 * The biases (zero points folded: ``arith/zero_point.py``, in the reference layer) start the
   accumulators; a gate FC requantizes by a single SMMULR where ``fast_requant_mode`` proves
   it exact, TFLite's double rounding otherwise. Activations: TFLM's int16 sigmoid / tanh
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand, i32
 from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
@@ -84,10 +86,17 @@ def _packed(units: range, layer: Lstm) -> tuple[np.ndarray, np.ndarray]:
             pack_dense_weights(r, i32(br).astype(np.int64)))
 
 
-def _weights(layer: Lstm) -> np.ndarray:
+def _triples(layer: Lstm) -> int:
+    """Units run three at a time (two 6-row passes); none in compact code
+    (``codesize.is_compact``: 4-row passes only, one copy of the pass code, about a third of
+    the code for a few percent more cycles)."""
+    return 0 if is_compact() else layer.n_cell // 3
+
+
+def _weights(layer: Lstm, triples: int) -> np.ndarray:
     """uint32 stream in ``_step_code``'s order: per pass, the input part then the recurrent
-    part (init words first): three units as two 6-row passes, then the rest one by one."""
-    triples = layer.n_cell // 3
+    part (init words first): ``triples`` times three units as two 6-row passes, then the rest
+    one by one."""
     words = []
     for t in range(triples):
         wx, wh = _packed(range(3 * t, 3 * t + 3), layer)
@@ -203,12 +212,12 @@ def _passes(px: int, ph: int, gates: list[int], tag: str, fcs: list[tuple[_Fc, _
     return lines
 
 
-def _step_code(layer: Lstm, px: int, ph: int) -> str:
-    """``@P@_step``: one time step of one batch row. Units run three at a time as two 6-row
-    passes (pass a: unit 0 and the forget / input rows of unit 1; pass b: the cell / output
-    rows of unit 1 and unit 2), the remaining units one 4-row pass each."""
+def _step_code(layer: Lstm, px: int, ph: int, triples: int) -> str:
+    """``@P@_step``: one time step of one batch row. The first 3 ``triples`` units run three
+    at a time as two 6-row passes (pass a: unit 0 and the forget / input rows of unit 1;
+    pass b: the cell / output rows of unit 1 and unit 2), the others one 4-row pass each."""
     p = layer.params
-    triples, rest = divmod(layer.n_cell, 3)
+    rest = layer.n_cell - 3 * triples
     fcs = [(_Fc.of(g.fc_w, g.w, g.bias_w), _Fc.of(g.fc_r, g.r, g.bias_r)) for g in p.gates]
 
     def gate(k: int, pair: int, tag: str, suffix: str = "") -> str:
@@ -312,11 +321,12 @@ class GeneratedLstmS8:
         batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), layer.time_major)
         h = layer.n_cell
         px, ph = dense_pairs(n_input), dense_pairs(h)
-        arrays: list[CArray] = [CArray("w", "uint32_t", _weights(layer))]
+        triples = _triples(layer)
+        arrays: list[CArray] = [CArray("w", "uint32_t", _weights(layer, triples))]
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
         finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
-        code = (_step_code(layer, px, ph) + "\n"
+        code = (_step_code(layer, px, ph, triples) + "\n"
                 + _sequence_code(layer, batch, steps, n_input, px))
         scratch = 4 * (px + ph) + 2 * h
         return KernelCall(
