@@ -107,6 +107,8 @@ class CortexMExecutable:
         # board's example application in qemu-system-arm (boards/qemu.py), bench() refuses
         self.emulator = UNICORN
         self.qemu_timeout = 120.0  # seconds per QEMU boot
+        # what --fuse auto measured and chose (fusion_auto.AutoFusionReport), else None
+        self.fusion_report: Any = None
 
     @property
     def out_dir(self) -> Path:
