@@ -114,8 +114,9 @@ class AutoFusionReport:
             limits.append(f"RAM budget {self.ram_budget:,} B")
         if self.latency_bound is not None:
             limits.append(f"latency bound {self.latency_bound:,.0f} cycles")
-        lines.append(f"  chosen: {len(d.chains)} fused segment(s), {self.chosen_cycles:,.0f} "
-                     f"cycles ({what}), arena {d.arena_bytes:,} B"
+        plan = (f"{len(d.chains)} fused chain(s) or part(s)" if d.chains else "layer by layer")
+        lines.append(f"  chosen: {plan}, {self.chosen_cycles:,.0f} cycles ({what}), arena "
+                     f"{d.arena_bytes:,} B"
                      + (f" within the {' and '.join(limits)}" if limits else "")
                      + f"; {self.builds} firmware build(s)")
         return lines
