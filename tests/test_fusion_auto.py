@@ -47,8 +47,9 @@ CORE = "cortex-m4"
 class FakeExe:
     """What compile_auto reads of a build: its manifest, graph and one emulation."""
 
-    def __init__(self, graph: Graph, cycles: dict[str, int], arena: int) -> None:
-        self.graph, self.cycles, self.arena = graph, cycles, arena
+    def __init__(self, graph: Graph, cycles: dict[str, int], arena: int,
+                 flash: int = 1000) -> None:
+        self.graph, self.cycles, self.arena, self.flash = graph, cycles, arena, flash
         self.manifest = {"arena_bytes": arena}
         self.fusion_report: Any = None
 
@@ -61,18 +62,29 @@ class FakeExe:
     def release_emulator(self) -> None:
         pass
 
+    def sizes(self) -> dict[str, int]:
+        return {"flash": self.flash}
+
 
 def fake_builds(monkeypatch: pytest.MonkeyPatch, unfused: dict[str, int], fused_cycles: int,
-                arenas: tuple[int, int]) -> list[Graph]:
+                arenas: tuple[int, int], fast_flash: int = 1000, compact_slowdown: int = 0,
+                options: list[dict[str, Any]] | None = None) -> list[Graph]:
     """compile_cortexm replaced: layer-by-layer layers cost ``unfused``, the fused chain
-    ``fused_cycles``; arenas (layer by layer, fused). Returns the graphs built."""
+    ``fused_cycles`` (fast code of ``fast_flash`` bytes; ``compact_slowdown`` more cycles
+    when the flash policy may compact it); arenas (layer by layer, fused). Returns the graphs
+    built (and their options in ``options``)."""
     built: list[Graph] = []
 
-    def fake(graph: Graph, core: str, **options: Any) -> FakeExe:
+    def fake(graph: Graph, core: str, **opts: Any) -> FakeExe:
         built.append(graph)
+        if options is not None:
+            options.append(opts)
         fused = [n for n in graph.nodes if n.op == "FusedConvChain"]
         if fused:
-            return FakeExe(graph, {fused[0].name: fused_cycles}, arenas[1])
+            fast = opts.get("compact") is False
+            return FakeExe(graph, {fused[0].name: fused_cycles + (0 if fast else
+                                                                  compact_slowdown)},
+                           arenas[1], fast_flash if fast else 1000)
         return FakeExe(graph, dict(unfused), arenas[0])
 
     monkeypatch.setattr(fusion_auto, "compile_cortexm", fake)
@@ -99,6 +111,25 @@ def test_auto_picks_the_faster_plan(monkeypatch: pytest.MonkeyPatch, fused_cycle
     assert report.chosen_cycles == (fused_cycles if want_fused else 1000) + 10
     assert report.decision.arena_bytes == arenas[1 if want_fused else 0]
     assert ("fused" if want_fused else "layer by layer") in report.lines()[1]
+
+
+@pytest.mark.parametrize(("fused_cycles", "want_builds", "want_fused"), [
+    (1100, 2, False),  # fast code already slower: the policy's build is not needed
+    (900, 3, True),    # fast code faster: the policy's build decides (900 + 50: still faster)
+    (980, 3, False),   # ... and here its compact code is slower (980 + 50)
+])
+def test_fused_code_over_the_flash_budget(monkeypatch: pytest.MonkeyPatch, fused_cycles: int,
+                                          want_builds: int, want_fused: bool) -> None:
+    g = load_model(MODEL_A)
+    options: list[dict[str, Any]] = []
+    built = fake_builds(monkeypatch, {"conv1": 400, "conv2": 600}, fused_cycles, (3000, 2000),
+                        fast_flash=10**7, compact_slowdown=50, options=options)
+    exe = compile_model(g, target=CORE, fuse="auto")
+    assert len(built) == want_builds
+    assert any(n.op == "FusedConvChain" for n in exe.graph.nodes) == want_fused
+    if want_builds == 3:  # the third is the fused graph with the flash policy
+        assert options[-1].get("compact") is None and built[-1].nodes[0].op == "FusedConvChain"
+        assert exe.fusion_report.fused.cycles == fused_cycles + 50 + 10
 
 
 def test_budget_and_bound_override_speed(monkeypatch: pytest.MonkeyPatch) -> None:

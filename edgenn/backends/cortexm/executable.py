@@ -606,6 +606,16 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     return exe
 
 
+def flash_budget_bytes(graph: Graph, core: str | Core = "cortex-m4", board: str = GENERIC_BOARD,
+                       flash_kb: float | None = None, flash_budget_kb: float | None = None,
+                       **_: Any) -> int:
+    """The flash policy's budget for ``graph`` with these ``compile_cortexm`` options: a fast
+    (``compact=False``) build within it is exactly what ``compact=None`` builds."""
+    c = core if isinstance(core, Core) else get_core(core)
+    return _flash_budget(graph, device_memory(c, _board_spec(board), None, flash_kb,
+                                              flash_budget_kb))
+
+
 def _board_spec(board: str) -> Any:
     """The real board's spec (memory map); None for the generic layout."""
     if board == GENERIC_BOARD:

@@ -34,8 +34,10 @@ from edgenn.backends.cortexm.executable import (
     CortexMExecutable,
     _bench_inputs,
     compile_cortexm,
+    flash_budget_bytes,
 )
-from edgenn.backends.cortexm.targets import get_core
+from edgenn.backends.cortexm.fit import FitError
+from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.ir import Graph
 from edgenn.passes.fusion import Chain, FusionDecision, apply_fusion, find_chains, plan_fusion
 from edgenn.passes.fusion.planner import segmentations
@@ -149,7 +151,12 @@ class _Builds:
         self.count = 0
         self.dirs: list[tempfile.TemporaryDirectory[str]] = []
 
-    def measure(self, graph: Graph) -> tuple[CortexMExecutable, BenchResult]:
+    def measure(self, graph: Graph, fast: bool = False,
+                ) -> tuple[CortexMExecutable, BenchResult, bool]:
+        """Build and emulate ``graph``. With ``fast`` (and no ``compact`` option) the build is
+        the fast code alone, one gcc run; the flag returned says whether it is exactly the
+        build the flash policy makes (its flash within the policy's budget), else its cycles
+        are a best case."""
         if not self.reuse:
             opts = _generic(self.options)
         elif self.out_dir is None:
@@ -158,10 +165,18 @@ class _Builds:
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-fuse-auto-")
             self.dirs.append(tmp)
             opts = {**self.options, "out_dir": tmp.name}
-        exe = self.build(graph, opts)
+        exact = True
+        if fast and opts.get("compact") is None:
+            try:
+                exe = self.build(graph, {**opts, "compact": False})
+                exact = exe.sizes()["flash"] <= flash_budget_bytes(graph, self.core, **opts)
+            except FitError:  # fast code over the device's flash: the policy's build
+                exe = self.build(graph, opts)
+        else:
+            exe = self.build(graph, opts)
         bench = exe.emulate(*_bench_inputs(graph))
         exe.release_emulator()
-        return exe, bench
+        return exe, bench, exact
 
     def build(self, graph: Graph, opts: dict[str, Any]) -> CortexMExecutable:
         self.count += 1
@@ -210,27 +225,23 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
     try:
         if not chains:
             return _plain(graph, builds, variant, ram_budget, latency_bound)
-        # why side by side: each build is mostly gcc (subprocesses) and the machine has cores
-        # to spare then, so the second costs less wall time than a build of its own
+        fused_graph = apply_fusion(graph, chains, variant)
+        # why side by side: each build is mostly gcc (subprocesses), so where the machine has
+        # a core to spare the second costs less wall time than a build of its own
         with ThreadPoolExecutor(max_workers=2) as pool:
-            fused_job = pool.submit(builds.measure, apply_fusion(graph, chains, variant))
-            unfused_exe, unfused = builds.measure(graph)
-            fused_exe, fused = fused_job.result()
-        cost, estimated = _costs(graph, chains, variant, unfused, fused)
+            fused_job = pool.submit(builds.measure, fused_graph, True)
+            unfused_exe, unfused, _ = builds.measure(graph)
+            fused_exe, fused, fused_exact = fused_job.result()
+        decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
+                                            ram_budget, latency_bound)
+        if decision.chains and not fused_exact:
+            # the fast fused build was over the flash budget: its cycles are the fused plan's
+            # best case (the policy's compact code is slower). When even they lose, nothing
+            # more is built; when they win, the build the flash policy makes decides.
+            fused_exe, fused, _ = builds.measure(fused_graph)
+            decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
+                                                ram_budget, latency_bound)
         every = _key(ch.names for ch in chains)
-        exact = {(): unfused.arena_bytes, every: fused.arena_bytes}
-
-        def arena(g: Graph) -> int:
-            key = _key(tuple(m.name for m in n.attr("members"))
-                       for n in g.nodes if n.op == "FusedConvChain")
-            return exact[key] if key in exact else firmware_arena_bytes(g, c)
-
-        # why no splits without a limit: whole chains and none are the two measured plans,
-        # and a part's estimate lies between them (the chain's ratio), so it never wins
-        limited = ram_budget is not None or latency_bound is not None
-        decision = plan_fusion(graph, "auto", ram_budget=ram_budget,
-                               latency_bound=latency_bound, cost=cost, variant=variant,
-                               arena=arena, splits=limited)
         chosen = _key(ch.names for ch in decision.chains)
         is_estimate = False
         if not chosen:
@@ -259,6 +270,27 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
 
 def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     return tuple(sorted(names))
+
+
+def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResult,
+            fused: BenchResult, core: Core, ram_budget: int | None,
+            latency_bound: float | None,
+            ) -> tuple[FusionDecision, dict[object, float], set[tuple[str, ...]]]:
+    """The planner's decision from the two builds (and its cost table, estimated parts)."""
+    cost, estimated = _costs(graph, chains, variant, unfused, fused)
+    exact = {(): unfused.arena_bytes, _key(ch.names for ch in chains): fused.arena_bytes}
+
+    def arena(g: Graph) -> int:
+        key = _key(tuple(m.name for m in n.attr("members"))
+                   for n in g.nodes if n.op == "FusedConvChain")
+        return exact[key] if key in exact else firmware_arena_bytes(g, core)
+
+    # why no splits without a limit: whole chains and none are the two measured plans, and a
+    # part's estimate lies between them (the chain's ratio), so it never wins
+    limited = ram_budget is not None or latency_bound is not None
+    decision = plan_fusion(graph, "auto", ram_budget=ram_budget, latency_bound=latency_bound,
+                           cost=cost, variant=variant, arena=arena, splits=limited)
+    return decision, cost, estimated
 
 
 def _plain(graph: Graph, builds: _Builds, variant: str, ram_budget: int | None,
