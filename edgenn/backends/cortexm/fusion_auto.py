@@ -2,9 +2,11 @@
 
 A model without a fusable chain is built once, as it would be without fusion. Otherwise two
 firmwares are built and emulated once each: layer by layer (every layer's cycles) and with
-every maximal chain fused (each fused chain's cycles are its own row of that bench). The
-planner (``passes.fusion.plan_fusion``) then chooses per chain: fused when it measures no
-slower than its members layer by layer (at equal cycles, the smaller arena). Under
+every maximal chain fused (each fused chain's cycles are its own row of that bench; built as
+fast code in one gcc run, and once more by the flash policy only where that code is over the
+flash budget and wins, see ``_Builds.measure``). The planner (``passes.fusion.plan_fusion``)
+then chooses per chain: fused when it measures no slower than its members layer by layer (at
+equal cycles, the smaller arena). Under
 ``--ram-budget`` it takes the fastest plan whose exact arena (the firmware's plan: tensors,
 kernel scratch, windows) fits, and under ``--latency-bound`` alone the smallest arena within
 the bound; there it may fuse only part of a chain, whose cycles are *estimated* from the two
