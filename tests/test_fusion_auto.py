@@ -82,9 +82,9 @@ def fake_builds(monkeypatch: pytest.MonkeyPatch, unfused: dict[str, int], fused_
         fused = [n for n in graph.nodes if n.op == "FusedConvChain"]
         if fused:
             fast = opts.get("compact") is False
-            return FakeExe(graph, {fused[0].name: fused_cycles + (0 if fast else
-                                                                  compact_slowdown)},
-                           arenas[1], fast_flash if fast else 1000)
+            cycles = {n.name: unfused[n.name] for n in graph.nodes if n.op != "FusedConvChain"}
+            cycles[fused[0].name] = fused_cycles + (0 if fast else compact_slowdown)
+            return FakeExe(graph, cycles, arenas[1], fast_flash if fast else 1000)
         return FakeExe(graph, dict(unfused), arenas[0])
 
     monkeypatch.setattr(fusion_auto, "compile_cortexm", fake)
@@ -172,6 +172,7 @@ def test_parts_of_a_long_chain_are_estimated(monkeypatch: pytest.MonkeyPatch) ->
     # the part's estimate: the chain's ratio (1200 / 1000) times its members' 100 + 200
     assert report.chosen_cycles == pytest.approx(1.2 * 300 + 300 + 400 + 10)
     assert "estimated" in report.lines()[-1]
+    assert report.built_cycles == 1200 + 300 + 400 + 10  # the fake's row for any fused node
 
 
 # ----------------------------------------------------------------------------- real builds

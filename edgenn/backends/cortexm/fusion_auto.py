@@ -88,6 +88,8 @@ class AutoFusionReport:
     builds: int  # firmware builds made (measurements and the final one)
     ram_budget: int | None = None
     latency_bound: float | None = None
+    # a plan neither build is: the cycles its own build took (emulated after the choice)
+    built_cycles: int | None = None
 
     def lines(self) -> list[str]:
         if self.fused is None:
@@ -113,6 +115,8 @@ class AutoFusionReport:
                          f"{verdict}")
         d = self.decision
         what = "estimated from the two builds" if self.estimated else "measured"
+        if self.built_cycles is not None:
+            what += f"; its build takes {self.built_cycles:,}"
         limits = []
         if self.ram_budget is not None:
             limits.append(f"RAM budget {self.ram_budget:,} B")
@@ -129,6 +133,7 @@ class AutoFusionReport:
         return {**self.decision.summary(), "unfused": vars(self.unfused),
                 "fused": None if self.fused is None else vars(self.fused),
                 "chosen_cycles": self.chosen_cycles, "estimated": self.estimated,
+                "built_cycles": self.built_cycles,
                 "builds": self.builds,
                 "per_chain": [vars(c) for c in self.chains]}
 
@@ -245,7 +250,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
                                                 ram_budget, latency_bound)
         every = _key(ch.names for ch in chains)
         chosen = _key(ch.names for ch in decision.chains)
-        is_estimate = False
+        is_estimate, checked = False, None
         if not chosen:
             exe, cycles = builds.final(graph, unfused_exe), float(unfused.total_cycles or 0)
         elif chosen == every:
@@ -256,6 +261,10 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             outside = (unfused.total_cycles or 0) - sum(x.cycles or 0 for x in unfused.layers)
             cycles = decision.cycles + outside
             is_estimate = any(ch.names in estimated for ch in decision.chains)
+            if builds.reuse:  # what the plan was chosen by, beside what its build takes
+                check = exe.emulate(*_bench_inputs(graph))
+                exe.release_emulator()
+                checked = int(check.total_cycles or 0)
         index = {n.name: i for i, n in enumerate(graph.nodes)}
         figures = tuple(
             ChainFigures(index[ch.names[0]], index[ch.names[-1]],
@@ -264,7 +273,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             for ch in chains)
         exe.fusion_report = AutoFusionReport(
             decision, PlanFigures.of(unfused), PlanFigures.of(fused), figures, cycles,
-            is_estimate, builds.count, ram_budget, latency_bound)
+            is_estimate, builds.count, ram_budget, latency_bound, checked)
         return exe
     finally:
         builds.cleanup()
