@@ -299,3 +299,25 @@ def test_vww_under_a_budget_below_layer_by_layer_is_bit_exact() -> None:
     (got,) = exe.run(x)
     (want,) = tflm_run(VWW.read_bytes(), x)
     assert np.count_nonzero(got != want.reshape(got.shape)) == 0
+
+
+def test_cached_candidate_arenas_are_the_exact_ones() -> None:
+    """The planner's per-node cache of kernel scratch gives the arena each candidate's own
+    plan gives, on every candidate of the dwsep and resnet fixtures and a 4-member chain."""
+    import itertools
+
+    from test_cortexm_fused import chain_graph
+
+    from edgenn.ir import Activation
+    from edgenn.passes.fusion import segmentations
+
+    core = get_core(CORE)
+    member = (8, (3, 3), (2, 2), (1, 1, 1, 1), Activation.RELU, False)
+    dw = (8, (3, 3), (1, 1), (1, 1, 1, 1), Activation.RELU, True)
+    graphs = [load_model(FIXTURES / f"{m}_int8.tflite") for m in ("dwsep", "resnet")]
+    graphs.append(chain_graph(np.random.default_rng(2), (32, 32), 4, [member, dw, member, dw]))
+    for g in graphs:
+        cache: dict[object, tuple[int, bool]] = {}
+        for pick in itertools.product(*(segmentations(c) for c in find_chains(g))):
+            fused = apply_fusion(g, [seg for segs in pick for seg in segs])
+            assert firmware_arena_bytes(fused, core, cache) == firmware_arena_bytes(fused, core)

@@ -241,10 +241,12 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             fused_exe, fused, fused_exact = fused_job.result()
         decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
                                             ram_budget, latency_bound)
-        if decision.chains and not fused_exact:
+        whole = {ch.names for ch in chains}
+        if not fused_exact and any(ch.names in whole for ch in decision.chains):
             # the fast fused build was over the flash budget: its cycles are the fused plan's
             # best case (the policy's compact code is slower). When even they lose, nothing
-            # more is built; when they win, the build the flash policy makes decides.
+            # more is built; when a whole chain wins, the build the flash policy makes
+            # decides. (A part of a chain is an estimate anyway; its own build is emulated.)
             fused_exe, fused, _ = builds.measure(fused_graph)
             decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
                                                 ram_budget, latency_bound)
@@ -290,11 +292,12 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     """The planner's decision from the two builds (and its cost table, estimated parts)."""
     cost, estimated = _costs(graph, chains, variant, unfused, fused)
     exact = {(): unfused.arena_bytes, _key(ch.names for ch in chains): fused.arena_bytes}
+    layers: dict[object, tuple[int, bool]] = {}  # each node's kernel scratch, prepared once
 
     def arena(g: Graph) -> int:
         key = _key(tuple(m.name for m in n.attr("members"))
                    for n in g.nodes if n.op == "FusedConvChain")
-        return exact[key] if key in exact else firmware_arena_bytes(g, core)
+        return exact[key] if key in exact else firmware_arena_bytes(g, core, layers)
 
     # why no splits without a limit: whole chains and none are the two measured plans, and a
     # part's estimate lies between them (the chain's ratio), so it never wins
