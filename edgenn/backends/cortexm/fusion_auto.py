@@ -90,6 +90,8 @@ class AutoFusionReport:
     latency_bound: float | None = None
     # a plan neither build is: the cycles its own build took (emulated after the choice)
     built_cycles: int | None = None
+    # the all-fused figures are its fast code's, over the flash budget (a best case)
+    fused_best_case: bool = False
 
     def lines(self) -> list[str]:
         if self.fused is None:
@@ -98,7 +100,9 @@ class AutoFusionReport:
         u, f = self.unfused, self.fused
         lines = [f"fuse auto: layer by layer {u.cycles:,} cycles, arena {u.arena_bytes:,} B, "
                  f"flash {u.flash_bytes:,} B; every chain fused {f.cycles:,} cycles, arena "
-                 f"{f.arena_bytes:,} B, flash {f.flash_bytes:,} B (measured)"]
+                 f"{f.arena_bytes:,} B, flash {f.flash_bytes:,} B (measured"
+                 + ("; fast code over the flash budget: a best case)" if self.fused_best_case
+                    else ")")]
         for c in self.chains:
             change = c.fused_cycles / c.unfused_cycles - 1 if c.unfused_cycles else 0.0
             if c.part:
@@ -133,7 +137,7 @@ class AutoFusionReport:
         return {**self.decision.summary(), "unfused": vars(self.unfused),
                 "fused": None if self.fused is None else vars(self.fused),
                 "chosen_cycles": self.chosen_cycles, "estimated": self.estimated,
-                "built_cycles": self.built_cycles,
+                "built_cycles": self.built_cycles, "fused_best_case": self.fused_best_case,
                 "builds": self.builds,
                 "per_chain": [vars(c) for c in self.chains]}
 
@@ -247,7 +251,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             # best case (the policy's compact code is slower). When even they lose, nothing
             # more is built; when a whole chain wins, the build the flash policy makes
             # decides. (A part of a chain is an estimate anyway; its own build is emulated.)
-            fused_exe, fused, _ = builds.measure(fused_graph)
+            fused_exe, fused, fused_exact = builds.measure(fused_graph)
             decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
                                                 ram_budget, latency_bound)
         every = _key(ch.names for ch in chains)
@@ -275,7 +279,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             for ch in chains)
         exe.fusion_report = AutoFusionReport(
             decision, PlanFigures.of(unfused), PlanFigures.of(fused), figures, cycles,
-            is_estimate, builds.count, ram_budget, latency_bound, checked)
+            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact)
         return exe
     finally:
         builds.cleanup()
