@@ -1,7 +1,9 @@
 """MLPerf Tiny on the emulated Cortex-M4: edgenn vs TFLite Micro + CMSIS-NN vs published results.
 
 For every .tflite in MODEL_DIR (default ../shared/models/mlperf_tiny): build with edgenn for
-cortex-m4, run one inference for per-layer cycles and flash, count output mismatches against
+cortex-m4 as ``compile`` does by default (``--fuse auto``: each chain fused where it measures
+no slower), and layer by layer beside it (the same build when auto fused nothing), run one
+inference of each for per-layer cycles and flash, count output mismatches against
 TFLite Micro's Python interpreter on N seeded random inputs; run the TFLite Micro + CMSIS-NN
 firmware of ../shared/baselines/tflm_cmsis_nn_m4/<stem>.elf in the same emulator (cycles
 between its two ``mark`` calls, its flash, its arena) on the input embedded in it, which edgenn
@@ -25,10 +27,11 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from edgenn.api import compile_model
 from edgenn.backends.cortexm.emulator import Firmware
 from edgenn.backends.cortexm.executable import BenchResult, CortexMExecutable, compile_cortexm
 from edgenn.backends.cortexm.flash_policy import DEFAULT_HEADROOM_BYTES, int8_parameter_bytes
@@ -171,7 +174,8 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
     data = path.read_bytes()
     graph = load_tflite(data, name=stem)
     start = time.perf_counter()
-    exe = compile_cortexm(graph, CORE)
+    # why compile_model: the default build is the command line's, --fuse auto
+    exe = cast(CortexMExecutable, compile_model(graph, target=CORE, fuse="auto"))
     build_seconds = time.perf_counter() - start
     result: dict[str, Any] = {"model": stem, "file": path.name,
                               "build_seconds": build_seconds}
@@ -189,6 +193,7 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
     x_bench = x_embedded if x_embedded is not None else random_inputs(graph, 1, seed=0)
 
     bench = exe.emulate(x_bench)
+    fusion = fusion_figures(exe, graph, bench, x_bench)
     layers = layer_rows(exe, bench)
     total_macs = sum(layer["macs"] for layer in layers)
     cycles = int(bench.total_cycles or 0)
@@ -267,9 +272,31 @@ def bench_model(path: Path, n: int, baseline_dir: Path,
             "arena_met": None if tflm_arena is None else bench.arena_bytes <= tflm_arena,
             "bit_exact": None if mismatches is None else mismatches == 0,
         },
+        **fusion,
         "layers": layers,
     })
     return result
+
+
+def fusion_figures(exe: CortexMExecutable, graph: Graph, bench: BenchResult,
+                   x_bench: np.ndarray) -> dict[str, Any]:
+    """The default build beside layer by layer (cycles on the bench input, flash, arena) and
+    what --fuse auto measured: ``layer_by_layer``, ``all_fused`` (every chain fused, on
+    edgenn's seeded bench input; None without a chain) and ``fusion`` (the decision)."""
+    report = exe.fusion_report
+    fused_any = report is not None and bool(report.decision.chains)
+    # the default build fused something: layer by layer is a build of its own
+    unfused = compile_cortexm(graph, CORE).emulate(x_bench) if fused_any else bench
+    return {
+        "layer_by_layer": {"cycles": int(unfused.total_cycles or 0),
+                           "flash_bytes": unfused.flash_bytes,
+                           "arena_bytes": unfused.arena_bytes,
+                           "same_build": not fused_any},
+        "all_fused": None if report is None or report.fused is None else {
+            "cycles": report.fused.cycles, "flash_bytes": report.fused.flash_bytes,
+            "arena_bytes": report.fused.arena_bytes, "input": "edgenn bench input (seeded)"},
+        "fusion": None if report is None else report.summary(),
+    }
 
 
 def run_benchmark(model_dir: Path, n: int,
@@ -344,6 +371,12 @@ def print_report(doc: dict[str, Any]) -> None:
         "arena <= TFLM's, 0 mismatches",
         ["model", "flash B", "TFLM flash B", "int8 params B", "flash limit B", "flash",
          "arena B", "TFLM arena B", "arena", "cycle target", "cycles", "bit-exact"], rows))
+    rows = [fusion_row(m) for m in ok]
+    console.print(table(
+        "fusion: the default build (--fuse auto) beside layer by layer and every chain fused",
+        ["model", "fused segments", "default cycles", "layer by layer cycles", "all fused cycles",
+         "default flash B", "layer by layer flash B", "all fused flash B", "default arena B",
+         "layer by layer arena B", "all fused arena B"], rows, right_align_from=2))
     for m in ok:
         lrows: list[tuple[Any, ...]] = [
             (layer["index"], layer["category"], layer["kernel"], _fmt(layer["macs"]),
@@ -375,6 +408,33 @@ def print_report(doc: dict[str, Any]) -> None:
     console.print(f"published: {doc['published_note']}")
 
 
+def fusion_row(m: dict[str, Any]) -> tuple[Any, ...]:
+    """One model's default / layer-by-layer / all-fused figures ("-" in an older JSON)."""
+    lbl, fused, plan = m.get("layer_by_layer") or {}, m.get("all_fused") or {}, m.get("fusion")
+    segments = "-" if plan is None else len(plan["chains"])
+    return (m["model"], segments, _fmt(m["cycles"]), _fmt(lbl.get("cycles")),
+            _fmt(fused.get("cycles")), _fmt(m["flash_bytes"]), _fmt(lbl.get("flash_bytes")),
+            _fmt(fused.get("flash_bytes")), _fmt(m["arena_bytes"]),
+            _fmt(lbl.get("arena_bytes")), _fmt(fused.get("arena_bytes")))
+
+
+def fusion_cell(m: dict[str, Any]) -> str:
+    """The README's fusion column: what --fuse auto chose, and layer by layer's figures when
+    the default build differs from it ("-" for an older JSON without them)."""
+    plan, lbl = m.get("fusion"), m.get("layer_by_layer")
+    if plan is None or lbl is None:
+        return "-"
+    fused = m.get("all_fused")
+    if fused is None:
+        return "no chain"
+    if not plan["chains"]:
+        change = fused["cycles"] / lbl["cycles"] - 1 if lbl["cycles"] else 0.0
+        return f"layer by layer (all fused {100 * change:+.1f}% cycles, {fused['arena_bytes']:,} B)"
+    change = m["cycles"] / lbl["cycles"] - 1 if lbl["cycles"] else 0.0
+    return (f"{len(plan['chains'])} fused: {100 * change:+.1f}% cycles, arena "
+            f"{m['arena_bytes']:,} vs {lbl['arena_bytes']:,} B layer by layer")
+
+
 def markdown_table(doc: dict[str, Any]) -> str:
     """The summary table for README / docs (from the JSON document)."""
     mhz = doc["clock_hz"] / 1e6
@@ -382,12 +442,13 @@ def markdown_table(doc: dict[str, Any]) -> str:
         f"| model (MACs) | edgenn cycles (MAC/cycle) | ms @{mhz:g} MHz "
         "| TFLM + CMSIS-NN cycles, same emulator | edgenn vs TFLM "
         "| best published M4, real board | edgenn vs published | target: published / 1.3 "
-        "| flash: edgenn / int8 params (limit +48 KiB) | arena: edgenn / TFLM | mismatches |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| flash: edgenn / int8 params (limit +48 KiB) | arena: edgenn / TFLM | mismatches "
+        "| fusion (--fuse auto) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for m in doc["models"]:
         if "error" in m:
-            lines.append(f"| {m['model']} | error: {m['error']} ||||||||||")
+            lines.append(f"| {m['model']} | error: {m['error']} |||||||||||")
             continue
         t, p, g = m.get("tflm") or {}, m.get("published") or {}, m["targets"]
         name = f"{m['task']} {m['model']}" if m.get("task") else m["model"]
@@ -401,12 +462,13 @@ def markdown_table(doc: dict[str, Any]) -> str:
         lines.append(
             f"| {name} ({m['macs'] / 1e6:.2f} M) | {m['cycles']:,} ({m['macs_per_cycle']:.2f}) "
             f"| {m['ms']:.1f} | {peer} | {pub} | {vs_pub} | {target} | {flash} | {arena} "
-            f"| {_fmt(m['mismatches'])} |")
+            f"| {_fmt(m['mismatches'])} | {fusion_cell(m)} |")
     lines.append("")
     lines.append(f"Emulated {doc['core']}, {doc['cycle_model']}. Published: "
                  f"{doc['published_note']}. Mismatches: output elements that differ from "
                  f"TFLite Micro on {doc['models'][0].get('random_inputs', '?')} seeded random "
-                 "inputs.")
+                 "inputs. Fusion: edgenn's default build (`--fuse auto`, docs/fusion.md) fuses a "
+                 "chain where it measures no slower than layer by layer.")
     return "\n".join(lines)
 
 

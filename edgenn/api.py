@@ -44,11 +44,12 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     ``ref`` is the numpy reference runtime; ``cortex-m4``, ``cortex-m7`` and ``cortex-m0plus``
     generate bare-metal C, build it with arm-none-eabi-gcc and run it in the emulator (options:
     ``out_dir``, ``ram_kb``, ``opt``, ...). Layer fusion:
-    ``fuse="none"|"all"|"auto"``, ``fusion_variant`` (``"layer_by_layer"``,
-    ``"ring_modulo"``, ``"ring_hoisted"``, ``"ring_hoisted_pair"``: the default), ``ram_budget``,
-    ``latency_bound`` (see ``edgenn.fusion``). ``vta`` runs every int8 Conv2D / FullyConnected
-    on the VTA-class accelerator simulator and the other layers on the reference runtime
-    (options: ``preset``, ``schedule``, ``bus_bits``; see
+    ``fuse="none"|"all"|"auto"`` (default none here; the command line's default is the
+    target's, ``auto`` on a Cortex-M core with the cycle model), ``fusion_variant``
+    (``"layer_by_layer"``, ``"ring_modulo"``, ``"ring_hoisted"``, ``"ring_hoisted_pair"``: the
+    default), ``ram_budget``, ``latency_bound`` (see ``edgenn.fusion``). ``vta`` runs every
+    int8 Conv2D / FullyConnected on the VTA-class accelerator simulator and the other layers
+    on the reference runtime (options: ``preset``, ``schedule``, ``bus_bits``; see
     ``edgenn.backends.vta.executable.compile_vta``). ``host``
     runs float Conv2D / FullyConnected layers as C generated and compiled for this CPU on a
     pinned thread pool, the rest on the reference runtime (options: ``threads``,
@@ -57,7 +58,13 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     its options dataclass (``edgenn.backends.targets.get_backend(target).options``).
     """
     from edgenn.backends.targets import get_backend
-    from edgenn.fusion import BEST_VARIANT, fuse_for_target, fusion_options
+    from edgenn.fusion import (
+        BEST_VARIANT,
+        LAYER_BY_LAYER,
+        checked_variant,
+        fuse_for_target,
+        fusion_options,
+    )
 
     backend = get_backend(target)
     fusion = fusion_options(dict(options))
@@ -74,10 +81,14 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
     if fuse != "none" and not backend.fusion:
         raise EdgennError("layer fusion (--fuse) is for microcontroller targets; "
                           f"--target {target} runs layer by layer")
+    variant = checked_variant(fusion.get("fusion_variant") or BEST_VARIANT)
+    if fuse == "auto" and backend.fuse_auto is not None and variant != LAYER_BY_LAYER:
+        # why its own path: it measures candidate builds, and one of them is the result
+        return backend.build_auto(graph, parsed, variant, fusion.get("ram_budget"),
+                                  fusion.get("latency_bound"))
     if fuse != "none":
-        graph = fuse_for_target(
-            graph, target, fuse, fusion.get("fusion_variant") or BEST_VARIANT,
-            fusion.get("ram_budget"), fusion.get("latency_bound")).graph
+        graph = fuse_for_target(graph, target, fuse, variant, fusion.get("ram_budget"),
+                                fusion.get("latency_bound")).graph
     return backend.build(graph, parsed)
 
 

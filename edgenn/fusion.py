@@ -11,10 +11,11 @@ The variants (``--fusion-variant``), slowest address arithmetic first:
 Hyphenated spellings (``ring-hoisted-pair``) are accepted.
 
 The mechanics live in ``edgenn.passes.fusion`` (chains, rings, planner); this module turns the
-CLI / API options into a fused graph for a target. For a Cortex-M target, ``auto`` measures:
-it builds the layer-by-layer firmware and the all-fused one once each, and gives the planner
-the emulated cycles of every layer and of every fused chain; the arena of each candidate is the
-firmware's own (tensors plus kernel scratch, rings included).
+CLI / API options into a fused graph for a target. For a Cortex-M core with the cycle model,
+``auto`` measures (``edgenn.backends.cortexm.fusion_auto``): it builds the layer-by-layer
+firmware and the all-fused one once each, and gives the planner the emulated cycles of every
+layer and of every fused chain; the arena of each candidate is the firmware's own (tensors
+plus kernel scratch, windows included). ``auto`` is the command line's default there.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ FUSION_VARIANTS = (LAYER_BY_LAYER, *RING_VARIANTS)
 BEST_VARIANT = "ring_hoisted_pair"
 
 __all__ = ["BEST_VARIANT", "FUSE_MODES", "FUSION_VARIANTS", "LAYER_BY_LAYER",
-           "FusionOptions", "fuse_for_target", "fusion_options", "fusion_variant_name",
-           "measured_costs"]
+           "FusionOptions", "checked_variant", "fuse_for_target", "fusion_options",
+           "fusion_variant_name"]
 
 
 def fusion_variant_name(name: str) -> str:
@@ -52,8 +53,10 @@ class FusionOptions:
 
     fuse: str | None = option(
         "--fuse", choices=FUSE_MODES,
-        help="fuse Conv2D chains through rolling row buffers (default: none, or all when a "
-             "ring_* --fusion-variant is given)")
+        help="fuse Conv2D chains through rolling row buffers: none, all, or auto (measure "
+             "both, fuse a chain where it is no slower or a budget asks; default: auto on a "
+             "Cortex-M core with the cycle model, else none; all when a ring_* "
+             "--fusion-variant is given)")
     fusion_variant: str | None = option(
         "--fusion-variant", type=fusion_variant_name, choices=FUSION_VARIANTS, metavar="VARIANT",
         help="layer_by_layer (no fusion); ring_modulo (fused, per-pixel modulo into the ring); "
@@ -61,25 +64,35 @@ class FusionOptions:
              "(ring_hoisted + two output pixels per step with SMLAD; the default)")
     ram_budget: int | None = option(
         "--ram-budget", type=int,
-        help="with --fuse auto: the fastest plan whose arena fits this many bytes")
+        help="with --fuse auto: the fastest plan whose arena fits this many bytes (a budget "
+             "no plan fits: an error naming the smallest arena)")
     latency_bound: float | None = option(
         "--latency-bound", type=float,
         help="with --fuse auto and no budget: the smallest arena within N cycles")
 
 
+def checked_variant(variant: str) -> str:
+    """The canonical name of a ``--fusion-variant``; EdgennError for an unknown one."""
+    name = fusion_variant_name(variant)
+    if name not in FUSION_VARIANTS:
+        raise EdgennError(f"unknown --fusion-variant {variant!r} ({', '.join(FUSION_VARIANTS)})")
+    return name
+
+
 def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
                     variant: str = BEST_VARIANT, ram_budget: int | None = None,
                     latency_bound: float | None = None) -> FusionDecision:
-    """Decide and apply fusion; ``decision.graph`` is what to compile."""
+    """Decide and apply fusion; ``decision.graph`` is what to compile.
+
+    ``auto`` on a Cortex-M core with the cycle model measures (``backends.cortexm.fusion_auto``:
+    the layer-by-layer and the all-fused firmware, built and emulated once each); elsewhere
+    the planner ranks candidates with its analytic cost model."""
     if fuse not in FUSE_MODES:
         raise EdgennError(f"unknown --fuse {fuse!r} ({', '.join(FUSE_MODES)})")
-    ring_variant = fusion_variant_name(variant)
-    if ring_variant not in FUSION_VARIANTS:
-        raise EdgennError(f"unknown --fusion-variant {variant!r} ({', '.join(FUSION_VARIANTS)})")
+    ring_variant = checked_variant(variant)
     if ring_variant == LAYER_BY_LAYER:  # whatever --fuse says
         fuse, ring_variant = "none", BEST_VARIANT
     arena = None
-    cost: dict[object, float] | None = None
     if target != "ref":
         from edgenn.backends.cortexm.codegen.memory import firmware_arena_bytes
         from edgenn.backends.cortexm.targets import get_core
@@ -90,36 +103,13 @@ def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
             return firmware_arena_bytes(g, core)
 
         if fuse == "auto" and find_chains(graph) and core.cycle_model:
-            cost = measured_costs(graph, target, ring_variant)
+            from edgenn.backends.cortexm.fusion_auto import AutoFusionReport, compile_auto
+
+            report: AutoFusionReport = compile_auto(target, graph, ring_variant, ram_budget,
+                                                    latency_bound).fusion_report
+            return report.decision
     return plan_fusion(graph, fuse, ram_budget=ram_budget, latency_bound=latency_bound,
-                       cost=cost, variant=ring_variant, arena=arena)
-
-
-MAX_MEASURED_SUBCHAINS = 24  # beyond this, the rest of the sub-chains are estimated
-
-
-def measured_costs(graph: Graph, target: str, ring_variant: str) -> dict[object, float]:
-    """Emulated cycles of each unfused layer and of each candidate fused (sub-)chain.
-
-    Every segment the planner may choose is measured on its own build, so the planner never
-    compares a measured figure with an analytic one for the same decision.
-    """
-    from edgenn.backends.cortexm.executable import compile_cortexm
-    from edgenn.evaluate import bench_input
-    from edgenn.passes.fusion import apply_fusion, segmentations
-
-    x = bench_input(graph)
-    cost: dict[object, float] = {}
-    for layer in compile_cortexm(graph, core=target).bench(x).layers:
-        cost[layer.name] = float(layer.cycles or 0)
-    candidates = {seg.names: seg for chain in find_chains(graph)
-                  for split in segmentations(chain) for seg in split}
-    for names, chain in list(candidates.items())[:MAX_MEASURED_SUBCHAINS]:
-        fused = apply_fusion(graph, [chain], ring_variant)
-        node = next(n for n in fused.nodes if n.op == "FusedConvChain")
-        layers = compile_cortexm(fused, core=target).bench(x).layers
-        cost[names] = float(next(layer.cycles or 0 for layer in layers if layer.name == node.name))
-    return cost
+                       variant=ring_variant, arena=arena)
 
 
 def fusion_options(options: dict[str, Any]) -> dict[str, Any]:

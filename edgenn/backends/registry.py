@@ -27,7 +27,10 @@ class Backend:
     None (= the compile function's own default). ``skip_in_firmware``: its options take ``skip``
     (a skip configuration) and build firmware with a skip mask that runs it by default;
     otherwise the skipped configuration's graph is compiled. ``fusion``: layer fusion applies
-    on this target.
+    on this target; ``default_fuse``: the ``--fuse`` mode the command line uses when none is
+    given; ``fuse_auto``: ``(graph, variant, ram_budget, latency_bound, **options) ->
+    executable``, the target's own ``--fuse auto`` (it measures the candidates), else the
+    planner's analytic cost model is used.
     """
 
     name: str
@@ -35,6 +38,8 @@ class Backend:
     compile: Callable[..., Any]  # (graph, **options) -> executable
     skip_in_firmware: bool = False
     fusion: bool = True
+    default_fuse: str = "none"
+    fuse_auto: Callable[..., Any] | None = None
     description: str = ""
     order: int = 50  # where the target appears in lists (help texts, TARGETS)
 
@@ -56,9 +61,20 @@ class Backend:
 
     def build(self, graph: Graph, options: Any) -> Any:
         """Compile ``graph`` with an options dataclass from :meth:`parse_options`."""
-        kwargs = {f.name: getattr(options, f.name) for f in fields(options)
-                  if getattr(options, f.name) is not None}
-        return self.compile(graph, **kwargs)
+        return self.compile(graph, **_given(options))
+
+    def build_auto(self, graph: Graph, options: Any, variant: str, ram_budget: int | None,
+                   latency_bound: float | None) -> Any:
+        """Compile ``graph`` with the target's own ``--fuse auto`` (``fuse_auto``)."""
+        if self.fuse_auto is None:
+            raise EdgennError(f"target {self.name} has no measured --fuse auto")
+        return self.fuse_auto(graph, variant, ram_budget, latency_bound, **_given(options))
+
+
+def _given(options: Any) -> dict[str, Any]:
+    """The options dataclass's fields that are set (None: the compile function's default)."""
+    return {f.name: getattr(options, f.name) for f in fields(options)
+            if getattr(options, f.name) is not None}
 
 
 _BACKENDS: dict[str, Backend] = {}

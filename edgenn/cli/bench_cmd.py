@@ -78,9 +78,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         report = exe.bench(*bench_inputs(graph), settings=settings)
     report = report.with_extra(fusion=fusion_options(dict(options)))
+    plan = getattr(exe, "fusion_report", None)  # what --fuse auto measured and chose
+    if plan is not None:
+        report = report.with_extra(fusion_plan=plan.summary())
     to_stdout = args.json == "-"
     if not to_stdout:
         print_bench_report(report)
+        for line in plan.lines() if plan is not None else ():
+            console.print(line, markup=False)
     # why staged: the plot and the JSON appear together, or neither (edgenn.outputs)
     with staged_files() as stage:
         if args.pareto_plot:

@@ -104,11 +104,16 @@ def fusion_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fusion(args: argparse.Namespace) -> dict[str, Any]:
     """The fusion flags with the command line's defaults: a ``ring_*`` variant alone means
-    ``--fuse all``; the variant defaults to the best one."""
+    ``--fuse all``, ``layer_by_layer`` none, no variant the target's default (``auto`` on a
+    Cortex-M core with the cycle model, else none); the variant defaults to the best one."""
     fusion = flag_values(args, FusionOptions)
     variant = fusion["fusion_variant"]
     if fusion["fuse"] is None:
-        fusion["fuse"] = "none" if variant in (None, LAYER_BY_LAYER) else "all"
+        if variant is None:
+            target = getattr(args, "target", None)
+            fusion["fuse"] = get_backend(target).default_fuse if target else "none"
+        else:
+            fusion["fuse"] = "none" if variant == LAYER_BY_LAYER else "all"
     fusion["fusion_variant"] = variant or BEST_VARIANT
     return fusion
 
@@ -146,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"--name {args.name!r} is not a C identifier: the library is {name!r}")
     for part in layer_flash:
         console.print(part)
+    if exe.fusion_report is not None:
+        for line in exe.fusion_report.lines():
+            console.print(line, markup=False)
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from edgenn.backends.cortexm.codegen.project import ARENA_KINDS
 from edgenn.backends.cortexm.executable import EMULATORS, compile_cortexm
+from edgenn.backends.cortexm.fusion_auto import compile_auto
 from edgenn.backends.cortexm.targets import CORES
 from edgenn.backends.options import option
 from edgenn.backends.registry import Backend, register_backend
@@ -73,7 +74,11 @@ def _compile(core: str, graph: Graph, **options: Any) -> Any:
 
 
 for _i, _core in enumerate(CORES):
+    # why auto only with the cycle model: it chooses by measured cycles
     register_backend(Backend(_core, CortexMOptions, partial(_compile, _core),
                              skip_in_firmware=True,
+                             default_fuse="auto" if CORES[_core].cycle_model else "none",
+                             fuse_auto=partial(compile_auto, _core) if CORES[_core].cycle_model
+                             else None,
                              description=f"bare-metal C for a {_core}, emulated",
                              order=10 + _i))

@@ -107,6 +107,8 @@ class CortexMExecutable:
         # board's example application in qemu-system-arm (boards/qemu.py), bench() refuses
         self.emulator = UNICORN
         self.qemu_timeout = 120.0  # seconds per QEMU boot
+        # what --fuse auto measured and chose (fusion_auto.AutoFusionReport), else None
+        self.fusion_report: Any = None
 
     @property
     def out_dir(self) -> Path:
@@ -602,6 +604,16 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     exe.emulator = emulator
     exe.default_skip = request.default
     return exe
+
+
+def flash_budget_bytes(graph: Graph, core: str | Core = "cortex-m4", board: str = GENERIC_BOARD,
+                       flash_kb: float | None = None, flash_budget_kb: float | None = None,
+                       **_: Any) -> int:
+    """The flash policy's budget for ``graph`` with these ``compile_cortexm`` options: a fast
+    (``compact=False``) build within it is exactly what ``compact=None`` builds."""
+    c = core if isinstance(core, Core) else get_core(core)
+    return _flash_budget(graph, device_memory(c, _board_spec(board), None, flash_kb,
+                                              flash_budget_kb))
 
 
 def _board_spec(board: str) -> Any:

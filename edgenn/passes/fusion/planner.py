@@ -23,7 +23,7 @@ from edgenn.passes.fusion.cost import CostModel
 from edgenn.passes.fusion.rewrite import apply_fusion
 
 MAX_CANDIDATES = 4096
-MAX_SPLIT_LENGTH = 10  # longer chains are only tried whole, unfused or as pairs
+MAX_SPLIT_LENGTH = 10  # longer chains: whole, unfused, as pairs, or cut once (see segmentations)
 MODES = ("none", "all", "auto")
 
 Segmentation = tuple[Chain, ...]  # the fused segments of one maximal chain
@@ -55,12 +55,24 @@ class FusionDecision:
 
 
 def segmentations(chain: Chain) -> list[Segmentation]:
-    """Every way to cut ``chain`` into consecutive segments (fused ones: 2+ members)."""
+    """Every way to cut ``chain`` into consecutive segments (fused ones: 2+ members).
+
+    A chain longer than ``MAX_SPLIT_LENGTH`` has too many: it is tried unfused, whole, as
+    pairs, and cut once at every point (the part before the cut fused, the part after it
+    fused or not). Why the single cuts: a network's peak is usually in its first,
+    high-resolution stages, so fusing only the early part of a long chain is the plan that
+    fits a small RAM budget (MobileNetV1's 27-member chain: its late members' windows cost
+    more than the small maps they replace)."""
     n = len(chain)
     if n > MAX_SPLIT_LENGTH:
         pairs = tuple(chain.sub(i, i + 2) for i in range(0, n - 1, 2))
-        return [(), (chain,), pairs]
-    result: list[Segmentation] = []
+        result: list[Segmentation] = [(), (chain,), pairs]
+        for cut in range(2, n - 1):
+            result.append((chain.sub(0, cut),))
+            if n - cut >= 2:
+                result.append((chain.sub(0, cut), chain.sub(cut, n)))
+        return result
+    result = []
     for cuts in itertools.product((False, True), repeat=n - 1):
         bounds = [0] + [i + 1 for i, cut in enumerate(cuts) if cut] + [n]
         result.append(tuple(chain.sub(a, b) for a, b in itertools.pairwise(bounds) if b - a >= 2))
@@ -95,13 +107,16 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
                 latency_bound: float | None = None,
                 cost: Mapping[object, float] | CostModel | None = None,
                 variant: str = "ring_hoisted_pair",
-                arena: Callable[[Graph], int] | None = None) -> FusionDecision:
+                arena: Callable[[Graph], int] | None = None,
+                splits: bool = True) -> FusionDecision:
     """Decide which chains of ``graph`` to fuse.
 
     ``none``: nothing; ``all``: every maximal chain; ``auto``: the candidate with the least
     latency whose arena fits ``ram_budget`` (ties: smaller arena), or, when only
     ``latency_bound`` is given, the smallest arena within that many cycles (ties: faster).
     A budget or bound that no candidate meets raises PlanError naming both numbers.
+    ``splits=False``: each chain is tried only unfused or whole (the two plans a caller has
+    measured), not cut into segments.
     """
     if mode not in MODES:
         raise PlanError(f"graph {graph.name!r}: unknown fusion mode {mode!r}; "
@@ -124,7 +139,7 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
             latency_bound is None or cycles <= latency_bound)
         return (not ok, cycles, arena_b) if by_latency else (not ok, arena_b, cycles)
 
-    options = [segmentations(c) for c in chains]
+    options = [segmentations(c) if splits else [(), (c,)] for c in chains]
     total = 1
     for opts in options:
         total *= len(opts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from edgenn.backends.cortexm.targets import Core
-from edgenn.ir import Graph
+from edgenn.ir import Graph, Node
 from edgenn.memory import (
     Buffer,
     MemoryPlan,
@@ -94,14 +94,28 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
                       plan.planner)
 
 
-def firmware_arena_bytes(graph: Graph, core: Core) -> int:
-    """The arena the generated firmware would allocate: tensors plus each kernel's scratch."""
+def firmware_arena_bytes(graph: Graph, core: Core,
+                         layers: dict[object, tuple[int, bool]] | None = None) -> int:
+    """The arena the generated firmware would allocate: tensors plus each kernel's scratch.
+
+    ``layers``: a cache of each node's (scratch bytes, in place), by node, for a caller that
+    plans many graphs sharing nodes (the fusion planner's candidates: a kernel's prepare is
+    the slow part, and a node's figures do not depend on which other chains are fused)."""
     from edgenn.backends.cortexm.selection import select_kernel
 
-    calls = [select_kernel(n, graph, core).prepare(n, graph, core) for n in graph.nodes]
+    def figures(n: Node) -> tuple[int, bool]:
+        key = (n.name, n.op, n.inputs, n.outputs)
+        if layers is not None and key in layers:
+            return layers[key]
+        call = select_kernel(n, graph, core).prepare(n, graph, core)
+        if layers is not None:
+            layers[key] = call.scratch_bytes, bool(call.in_place)
+        return call.scratch_bytes, bool(call.in_place)
+
+    calls = [figures(n) for n in graph.nodes]
     # why in_place too: this must be the arena generate() plans, in-place layers included
-    peak = plan_arena(graph, [c.scratch_bytes for c in calls],
-                      in_place=[i for i, c in enumerate(calls) if c.in_place]).peak_bytes
+    peak = plan_arena(graph, [scratch for scratch, _ in calls],
+                      in_place=[i for i, (_, in_place) in enumerate(calls) if in_place]).peak_bytes
     if graph.state:  # the state area follows the planned buffers (project._with_state_area)
         peak = state_offsets(graph, peak)[1]
     return max(16, peak)
