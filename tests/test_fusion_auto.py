@@ -113,6 +113,21 @@ def test_auto_picks_the_faster_plan(monkeypatch: pytest.MonkeyPatch, fused_cycle
     assert ("fused" if want_fused else "layer by layer") in report.lines()[1]
 
 
+def test_chain_with_only_the_ring_kernel_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain whose fused form would be the ring kernel (the row windows cannot take it) is
+    no candidate without a budget: one build, the report says why; with a budget it is."""
+    g = load_model(MODEL_A)
+    built = fake_builds(monkeypatch, {"conv1": 400, "conv2": 600}, 900, (3000, 2000))
+    monkeypatch.setattr(fusion_auto, "plan_rows", lambda *args: None)
+    exe = compile_model(g, target=CORE, fuse="auto")
+    assert len(built) == 1
+    assert not any(n.op == "FusedConvChain" for n in exe.graph.nodes)
+    assert "1 chain(s) would run the ring kernel only" in exe.fusion_report.lines()[0]
+    built.clear()
+    exe = compile_model(g, target=CORE, fuse="auto", ram_budget=2500)
+    assert len(built) == 2 and any(n.op == "FusedConvChain" for n in exe.graph.nodes)
+
+
 @pytest.mark.parametrize(("fused_cycles", "want_builds", "want_fused"), [
     (1100, 2, False),  # fast code already slower: the policy's build is not needed
     (900, 3, True),    # fast code faster: the policy's build decides (900 + 50: still faster)

@@ -39,6 +39,7 @@ from edgenn.backends.cortexm.executable import (
     flash_budget_bytes,
 )
 from edgenn.backends.cortexm.fit import FitError
+from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.ir import Graph
 from edgenn.passes.fusion import Chain, FusionDecision, apply_fusion, find_chains, plan_fusion
@@ -92,10 +93,15 @@ class AutoFusionReport:
     built_cycles: int | None = None
     # the all-fused figures are its fast code's, over the flash budget (a best case)
     fused_best_case: bool = False
+    # chains left out unmeasured: their fused form is the ring kernel (``_row_windowed``)
+    ring_only: int = 0
 
     def lines(self) -> list[str]:
         if self.fused is None:
-            return [f"fuse auto: no fusable chain: layer by layer, arena "
+            why = (f"{self.ring_only} chain(s) would run the ring kernel only (not measured "
+                   "without --ram-budget / --latency-bound)" if self.ring_only
+                   else "no fusable chain")
+            return [f"fuse auto: {why}: layer by layer, arena "
                     f"{self.unfused.arena_bytes:,} B ({self.builds} firmware build)"]
         u, f = self.unfused, self.fused
         lines = [f"fuse auto: layer by layer {u.cycles:,} cycles, arena {u.arena_bytes:,} B, "
@@ -117,6 +123,9 @@ class AutoFusionReport:
             lines.append(f"  chain layers {c.first}-{c.last}: fused {c.fused_cycles:,} vs "
                          f"layer by layer {c.unfused_cycles:,} cycles ({100 * change:+.1f}%): "
                          f"{verdict}")
+        if self.ring_only:
+            lines.append(f"  {self.ring_only} more chain(s) would run the ring kernel only: "
+                         "layer by layer, not measured")
         d = self.decision
         what = "estimated from the two builds" if self.estimated else "measured"
         if self.built_cycles is not None:
@@ -231,11 +240,15 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
     smallest arena / fastest latency) when no plan meets ``ram_budget`` / ``latency_bound``.
     """
     c = get_core(core)
-    chains = find_chains(graph)
+    chains = found = find_chains(graph)
+    if ram_budget is None and latency_bound is None:
+        chains = [ch for ch in found if _row_windowed(graph, ch, variant, c)]
     builds = _Builds(core, dict(options))
     try:
         if not chains:
-            return _plain(graph, builds, variant, ram_budget, latency_bound)
+            exe = _plain(graph, builds, variant, ram_budget, latency_bound)
+            exe.fusion_report = replace(exe.fusion_report, ring_only=len(found))
+            return exe
         fused_graph = apply_fusion(graph, chains, variant)
         # why side by side: each build is mostly gcc (subprocesses), so where the machine has
         # a core to spare the second costs less wall time than a build of its own
@@ -279,10 +292,26 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             for ch in chains)
         exe.fusion_report = AutoFusionReport(
             decision, PlanFigures.of(unfused), PlanFigures.of(fused), figures, cycles,
-            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact)
+            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact,
+            len(found) - len(chains))
         return exe
     finally:
         builds.cleanup()
+
+
+def _row_windowed(graph: Graph, chain: Chain, variant: str, core: Core) -> bool:
+    """Whether ``chain`` fused runs the per-layer kernels over row windows (``fused_rows``).
+
+    why: otherwise it runs the older ring kernel, which is there for the ablation study and
+    for RAM (several times the layer-by-layer cycles on every committed benchmark); with no
+    RAM budget or latency bound to meet, building and emulating it could only lose, so such a
+    chain is not a candidate (a budget or a bound makes it one: it may be the smallest arena).
+    """
+    if variant != "ring_hoisted_pair" or not core.has_dsp:
+        return False
+    fused = apply_fusion(graph, [chain], variant)
+    node = next(n for n in fused.nodes if n.op == "FusedConvChain")
+    return plan_rows(node, fused, core) is not None
 
 
 def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
