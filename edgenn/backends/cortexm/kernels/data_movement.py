@@ -49,7 +49,7 @@ def _reshape(node: Node, graph: Graph) -> KernelCall:
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     call = f"edgenn_copy_blocks({src}, {{out0}}, 1, {x.nbytes}, {x.nbytes});"
-    call += requant_tail(layer, "{out0}", x.size)
+    call += requant_tail(layer.requant, "{out0}", x.size)
     return KernelCall(call, MOVE, tuple(arrays), kernel_name="reshape")
 
 
@@ -63,7 +63,7 @@ def _transpose(node: Node, graph: Graph) -> KernelCall:
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     call = (copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays)
-            + requant_tail(layer, "{out0}", x.size))
+            + requant_tail(layer.requant, "{out0}", x.size))
     return KernelCall(call, MOVE + SOURCES, tuple(arrays), kernel_name="edgenn_transpose")
 
 
@@ -83,7 +83,8 @@ def _pad(node: Node, graph: Graph) -> KernelCall:
                CArray("before", "int32_t", padded(before, RANK, 0)),
                CArray("out_strides", "int32_t", padded(dense_strides(y.shape), RANK, 0))]
     call = (f"edgenn_pad({src}, {{out0}}, {{dims}}, {{before}}, {{out_strides}}, "
-            f"{y.size}, {value}u, {x.dtype.itemsize});" + requant_tail(layer, "{out0}", y.size))
+            f"{y.size}, {value}u, {x.dtype.itemsize});"
+            + requant_tail(layer.requant, "{out0}", y.size))
     return KernelCall(call, MOVE, tuple(arrays), kernel_name="edgenn_pad")
 
 

@@ -10,9 +10,9 @@ from edgenn.backends.cortexm.kernels.common import (
     args,
     c_double,
     c_float,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.quantize import prepare_dequantize, prepare_quantize
 
 SRC = ("edgenn_s16_misc_quant.c",)
 _REQUANT = {
@@ -36,21 +36,21 @@ def _quantize_match(node: Node, graph: Graph) -> bool:
 
 
 def _quantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_quantize(node, graph)
     n = _n(node, graph)
     types = _types(node, graph)
     if layer.from_float:
-        call = (f"edgenn_quantize_f32_s16({{in0}}, {{out0}}, {n}, {c_float(layer.scale)}, "
-                f"{layer.zp_out});")
+        call = (f"edgenn_quantize_f32_s16({{in0}}, {{out0}}, {n}, {c_float(layer.out_scale)}, "
+                f"{layer.out_zp});")
         return KernelCall(call, SRC, kernel_name="edgenn_quantize_f32_s16")
     r = layer.requant
     if r is None:  # int16 -> int16 with the same parameters
         return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {2 * n}, {2 * n});",
                           ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
     fn = _REQUANT[types]
-    extra = [r.lo, r.hi] if fn == "edgenn_requant_s16_s16" else []
+    extra = [r.act_min, r.act_max] if fn == "edgenn_requant_s16_s16" else []
     call = (f"{fn}({{in0}}, {{out0}}, "
-            f"{args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, *extra)});")
+            f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, *extra)});")
     return KernelCall(call, SRC, kernel_name=fn)
 
 
@@ -59,9 +59,9 @@ def _dequantize_match(node: Node, graph: Graph) -> bool:
 
 
 def _dequantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_dequantize(node, graph)
     call = (f"edgenn_dequantize_s16_f32({{in0}}, {{out0}}, {_n(node, graph)}, "
-            f"{c_double(layer.scale)}, {layer.zp});")
+            f"{c_double(layer.in_scale)}, {layer.in_zp});")
     return KernelCall(call, SRC, kernel_name="edgenn_dequantize_s16_f32")
 
 

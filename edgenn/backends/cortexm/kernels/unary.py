@@ -13,6 +13,7 @@ from edgenn.backends.cortexm.kernels.common import (
     ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.quantize import prepare_dequantize, prepare_quantize
 
 SRC = ("edgenn_unary_s8.c",)
 
@@ -48,18 +49,18 @@ def _quantize_match(node: Node, graph: Graph) -> bool:
 
 
 def _quantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_quantize(node, graph)
     n = _n(node, graph)
-    if not layer.from_int8:
-        call = (f"edgenn_quantize_f32_s8({{in0}}, {{out0}}, {n}, {c_float(layer.scale)}, "
-                f"{layer.zp_out});")
+    if layer.from_float:
+        call = (f"edgenn_quantize_f32_s8({{in0}}, {{out0}}, {n}, {c_float(layer.out_scale)}, "
+                f"{layer.out_zp});")
         return KernelCall(call, SRC, kernel_name="edgenn_quantize_f32_s8")
     r = layer.requant
     if r is None:
         return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {n}, {n});",
                           ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
     call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, -128, 127)});")
+            f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, -128, 127)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
 
 
@@ -69,9 +70,9 @@ def _dequantize_match(node: Node, graph: Graph) -> bool:
 
 
 def _dequantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_dequantize(node, graph)
     call = (f"edgenn_dequantize_s8_f32({{in0}}, {{out0}}, {_n(node, graph)}, "
-            f"{c_double(layer.scale)}, {layer.zp});")
+            f"{c_double(layer.in_scale)}, {layer.in_zp});")
     return KernelCall(call, SRC, kernel_name="edgenn_dequantize_s8_f32")
 
 
@@ -87,10 +88,10 @@ def _requant_u8_match(node: Node, graph: Graph) -> bool:
 
 
 def _requant_u8(node: Node, graph: Graph) -> KernelCall:
-    r = ref_layer(node, graph).requant
+    r = prepare_quantize(node, graph).requant
     assert r is not None  # int8 -> uint8 always changes the type
     call = (f"edgenn_requant_s8_u8({{in0}}, {{out0}}, "
-            f"{args(_n(node, graph), r.zp_in, r.multiplier, r.shift, r.zp_out)});")
+            f"{args(_n(node, graph), r.in_zp, r.mult, r.shift, r.out_zp)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8_u8")
 
 

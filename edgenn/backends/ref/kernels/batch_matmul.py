@@ -20,11 +20,11 @@ import numpy as np
 from edgenn.arith.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
+    type_range,
     wrap_int32,
 )
 from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype, per_tensor
 from edgenn.backends.ref.kernels.per_sample import BatchView
-from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Tensor

@@ -3,62 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.arith.fixed_point import (
-    multiply_by_quantized_multiplier_inplace,
-    quantize_multiplier,
-)
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier_inplace
 from edgenn.backends.ref.layer import Layer
-from edgenn.errors import GraphValidationError, UnsupportedOperatorError
-from edgenn.ir import Activation, DType, QuantParams, Tensor
+from edgenn.errors import UnsupportedOperatorError
+from edgenn.ir import Activation, QuantParams, Tensor
+from edgenn.prepared import quant
 
 # Largest number of elements a kernel materialises at once (im2col patches, accumulators).
 CHUNK_ELEMENTS = 1 << 23
 
 
 def activation_of(layer: Layer) -> Activation:
-    """The node's fused activation as an ``Activation`` (accepts the enum or its value)."""
-    act = layer.node.attr("activation", Activation.NONE)
-    if act is None:
-        return Activation.NONE
-    try:
-        return act if isinstance(act, Activation) else Activation(act)
-    except ValueError:
-        raise UnsupportedOperatorError(f"{layer.node}: unknown activation {act!r}") from None
+    """The node's fused activation (``edgenn.prepared.quant.activation_of``)."""
+    return quant.activation_of(layer.node)
 
 
 def int_bias(layer: Layer, bias: np.ndarray | None, channels: int) -> np.ndarray:
-    """An int8 layer's bias as int64 (zeros when absent), or one error when it is not an
-    integer tensor: TFLite Micro takes an int32 bias only, and a float one (finite or not)
-    has no integer value to add."""
-    if bias is None:
-        return np.zeros(channels, np.int64)
-    if bias.dtype.kind not in "iu":
-        raise UnsupportedOperatorError(
-            f"{layer.node}: an int8 {layer.node.op} needs an int32 bias, got {bias.dtype}")
-    return bias.astype(np.int64)
+    """An int8 layer's bias as int64 (``edgenn.prepared.quant.int_bias``)."""
+    return quant.int_bias(layer.node, bias, channels)
 
 
 def quant_of(layer: Layer, t: Tensor | None, what: str) -> QuantParams:
     """The quantization of an int8 tensor, or one clear error."""
-    if t is None or t.quant is None:
-        name = t.name if t is not None else "?"
-        raise GraphValidationError(f"{layer.node}: {what} tensor {name!r} has no quantization")
-    return t.quant
+    return quant.quant_of(layer.node, t, what)
 
 
 def per_tensor(layer: Layer, t: Tensor | None, what: str) -> QuantParams:
-    q = quant_of(layer, t, what)
-    if q.per_channel:
-        raise UnsupportedOperatorError(
-            f"{layer.node}: {what} tensor {q!r} must be quantized per tensor"
-        )
-    return q
+    return quant.per_tensor(layer.node, t, what)
 
 
 class Operands:
@@ -127,48 +103,6 @@ def requantize(
     out += zero_point
     np.clip(out, lo, hi, out=out)
     return out.astype(np.int8)
-
-
-@dataclass(frozen=True)
-class Int8Requant:
-    """TFLM's int8 -> int8 ``Requantize`` (the QUANTIZE operator between two int8 tensors).
-
-    ``MultiplyByQuantizedMultiplier(x - zp_in)`` with the multiplier of ``in_scale /
-    out_scale`` (in double), ``+ zp_out``, clamped to int8.
-    """
-
-    zp_in: int
-    zp_out: int
-    multiplier: int
-    shift: int
-
-    @classmethod
-    def between(cls, q_in: QuantParams, q_out: QuantParams) -> Int8Requant | None:
-        """The rescale from ``q_in`` to ``q_out``, or None when they are equal (a no-op)."""
-        if q_in == q_out:
-            return None
-        multiplier, shift = quantize_multiplier(q_in.s / q_out.s)
-        return cls(q_in.zp, q_out.zp, multiplier, shift)
-
-    def __call__(self, x: np.ndarray) -> npt.NDArray[np.int8]:
-        v = x.astype(np.int64)
-        v -= self.zp_in
-        return requantize(v, self.multiplier, self.shift, self.zp_out, -128, 127)
-
-
-def output_requant(layer: Layer) -> Int8Requant | None:
-    """For an int8 op that moves or compares values in its input's quantization (pooling,
-    reshape, pad, transpose), the rescale to a differently quantized output, else None.
-
-    As the exporter writes such a node for TFLM: the op with the input's parameters, then an
-    int8 -> int8 QUANTIZE to the declared output parameters.
-    """
-    x, y = layer.inputs[0], layer.outputs[0]
-    if x is None or x.dtype is not DType.INT8 or y.dtype is not DType.INT8:
-        return None
-    if x.quant is None or y.quant is None:  # nothing declared: the bytes pass unchanged
-        return None
-    return Int8Requant.between(per_tensor(layer, x, "input"), per_tensor(layer, y, "output"))
 
 
 def exact_matmul_dtype(k: int, max_a: int, max_b: int) -> type[np.floating[Any]]:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.arith.fixed_point import quantize_scalar
-from edgenn.backends.ref.kernels.common import Int8Requant, Operands, output_requant, per_tensor
+from edgenn.backends.ref.kernels.common import Operands, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType
+from edgenn.prepared.requant import Requant, output_requant
 
 _ALL = (DType.FLOAT32, DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
 _ANY = (*_ALL, DType.BOOL)  # Reshape and Transpose also move comparison results
@@ -32,7 +33,7 @@ class Reshape(Layer):
         # why: only when both sides start with the batch can a larger batch pass through.
         self.batched = bool(x.shape) and x.shape[0] == 1 and bool(self.shape) and self.shape[0] == 1
         self.in_shape = tuple(x.shape)
-        self.requant = output_requant(self)
+        self.requant = output_requant(self.node, self.graph, (DType.INT8,))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
@@ -55,7 +56,7 @@ class Reshape(Layer):
 class Transpose(Layer):
     def build(self) -> None:
         self.perm = tuple(int(p) for p in self.node.attr("perm"))
-        self.requant = output_requant(self)
+        self.requant = output_requant(self.node, self.graph, (DType.INT8,))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         y = np.ascontiguousarray(xs[0].transpose(self.perm))
@@ -70,12 +71,13 @@ class Concat(Layer):
     def build(self) -> None:
         self.operands = Operands(self.inputs)
         self.axis = int(self.node.attr("axis")) % len(self.outputs[0].shape)
-        self.rescale: list[Int8Requant | None] = []
+        self.rescale: list[Requant | None] = []
         # why the attribute: TFLite's PACK copies int8 bytes whatever the quantization
         if self.outputs[0].dtype is DType.INT8 and self.node.attr("requantize", True):
             qo = per_tensor(self, self.outputs[0], "output")
             for t in self.inputs:
-                self.rescale.append(Int8Requant.between(per_tensor(self, t, "input"), qo))
+                self.rescale.append(Requant.between(
+                    per_tensor(self, t, "input"), qo, DType.INT8, DType.INT8))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         parts = self.operands.gather(xs)
@@ -103,7 +105,7 @@ class Pad(Layer):
                                                         quantize_scalar(value, q.s, q.zp)))
         else:
             self.value = value
-        self.requant = output_requant(self)
+        self.requant = output_requant(self.node, self.graph, (DType.INT8,))
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
