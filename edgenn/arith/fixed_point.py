@@ -34,6 +34,12 @@ def wrap_int32(x: IntLike) -> Any:
     return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
+def int32_array(values: IntLike) -> npt.NDArray[np.int32]:
+    """Integer values as an int32 array with C's wrap-around (bias sums folded at generation
+    time, stored as int32 constants)."""
+    return np.asarray(wrap_int32(values), dtype=np.int32)
+
+
 def _trunc_div_pot(x: Any, bits: int) -> Any:
     """``x / 2**bits`` rounded toward zero, as C integer division."""
     return np.where(x >= 0, x >> bits, -((-x) >> bits))

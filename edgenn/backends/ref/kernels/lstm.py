@@ -38,14 +38,14 @@ from edgenn.arith.fixed_point import (
     quantize_multiplier,
     wrap_int32,
 )
-from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
-from edgenn.arith.zero_point import fold_input_zero_point
-from edgenn.backends.ref.kernels.common import Operands, per_tensor
-from edgenn.backends.ref.kernels.fixed_point_s16 import (
+from edgenn.arith.fixed_point_s16 import (
     INT16_MAX,
     INT16_MIN,
     multiply_by_quantized_multiplier_64,
 )
+from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
+from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.ref.kernels.common import Operands, per_tensor
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.errors import ShapeError, UnsupportedOperatorError
 from edgenn.ir import DType, QuantParams, Tensor
