@@ -10,9 +10,10 @@ from edgenn.backends.cortexm.kernels.common import (
     c_double,
     c_float,
     is_int8,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.clamp import prepare_clamp
+from edgenn.prepared.curves import prepare_curve
 from edgenn.prepared.quantize import prepare_dequantize, prepare_quantize
 
 SRC = ("edgenn_unary_s8.c",)
@@ -23,20 +24,21 @@ def _n(node: Node, graph: Graph) -> int:
 
 
 def _clamp(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    p = prepare_clamp(node, graph)
     n = _n(node, graph)
-    if layer.same:
-        return KernelCall(f"edgenn_clamp_s8({{in0}}, {{out0}}, {args(n, layer.lo, layer.hi)});",
+    if not p.requant:
+        return KernelCall(f"edgenn_clamp_s8({{in0}}, {{out0}}, {args(n, p.act_min, p.act_max)});",
                           SRC, kernel_name="edgenn_clamp_s8")
     call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, layer.zp_in, layer.m, layer.sh, layer.zp_out, layer.lo, layer.hi)});")
+            f"{args(n, p.in_zp, p.mult, p.shift, p.out_zp, p.act_min, p.act_max)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    table = prepare_curve(node, graph).table
+    assert table is not None  # int8 input (is_int8)
     return KernelCall(f"edgenn_lut_s8({{in0}}, {{out0}}, {_n(node, graph)}, {{table}});", SRC,
-                      (CArray("table", "int8_t", layer.table),), kernel_name="edgenn_lut_s8")
+                      (CArray("table", "int8_t", table),), kernel_name="edgenn_lut_s8")
 
 
 def _is_float_to_int8(node: Node, graph: Graph) -> bool:
