@@ -8,20 +8,8 @@ from typing import Any
 from edgenn.arith.fixed_point import int32_array as i32  # noqa: F401  (kernels import it here)
 from edgenn.backends.c_literals import C_TYPE, c_double, c_float  # noqa: F401  (kernels import them here)
 from edgenn.backends.cortexm.kernel import CArray
-from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
-
-
-def ref_layer(node: Node, graph: Graph) -> Any:
-    """The reference runtime's layer for ``node``, built once.
-
-    why: its ``build`` computes every quantization constant (multipliers, shifts, clamp
-    ranges, lookup tables) exactly as TFLite Micro does; the C kernels take those numbers
-    as they are, so the generated code is bit-exact with the reference by construction.
-    """
-    layer: Layer = layer_class(node, graph)(node, graph)
-    return layer
 
 
 def is_int8(node: Node, graph: Graph) -> bool:

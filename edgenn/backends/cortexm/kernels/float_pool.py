@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
 from edgenn.backends.cortexm.kernels.float_elementwise import all_float
 from edgenn.backends.cortexm.kernels.pooling import pool_geometry
 from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.pooling import prepare_pool
 from edgenn.prepared.reduce import prepare_reduce
+from edgenn.prepared.softmax import softmax_beta
 
 SRC = ("edgenn_pool_f32.c",)
 F32 = (DType.FLOAT32,)
@@ -40,11 +41,10 @@ def _pool(node: Node, graph: Graph) -> KernelCall:
 
 
 def _softmax(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
     call = (f"edgenn_softmax_f32({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{c_float(layer.beta)});")
+            f"{c_float(softmax_beta(node))});")
     return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
 
 
