@@ -14,13 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import (
-    batch_chunks,
-    exact_matmul_dtype,
-    pad_hw,
-    requantize,
-    windows,
-)
+from edgenn.arith.fixed_point import requantize
+from edgenn.backends.ref.arrays import batch_chunks, pad_hw, windows
+from edgenn.backends.ref.kernels.common import exact_matmul_dtype
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 from edgenn.prepared.conv import ConvGeometry, prepare_conv, prepare_float_conv

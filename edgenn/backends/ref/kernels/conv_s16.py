@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from edgenn.arith.fixed_point_s16 import INT16_MIN
-from edgenn.backends.ref.kernels.common import Operands, batch_chunks, exact_matmul_dtype, pad_hw
+from edgenn.backends.ref.arrays import batch_chunks, pad_hw
+from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype
 from edgenn.backends.ref.kernels.conv import Conv2D
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import wrap_int32
-from edgenn.backends.ref.kernels.common import batch_chunks, exact_matmul_dtype, requantize
+from edgenn.arith.fixed_point import requantize, wrap_int32
+from edgenn.backends.ref.arrays import batch_chunks
+from edgenn.backends.ref.kernels.common import exact_matmul_dtype
 from edgenn.backends.ref.kernels.conv_s16 import MAX_X
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType

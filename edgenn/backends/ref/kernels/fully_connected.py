@@ -13,12 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import (
-    Operands,
-    batch_chunks,
-    exact_matmul_dtype,
-    requantize,
-)
+from edgenn.arith.fixed_point import requantize
+from edgenn.backends.ref.arrays import batch_chunks
+from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 from edgenn.prepared.fully_connected import (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.arith.fixed_point import type_range
-from edgenn.backends.ref.kernels.common import batch_chunks, pad_hw, windows
+from edgenn.backends.ref.arrays import batch_chunks, pad_hw, windows
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 from edgenn.prepared.pooling import div_round_half_away, prepare_pool
