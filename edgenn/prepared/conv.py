@@ -15,15 +15,13 @@ import numpy as np
 
 from edgenn.arith.fixed_point import (
     activation_range_float,
-    activation_range_quantized,
     quantize_multipliers,
 )
-from edgenn.arith.fixed_point import int32_array as i32
-from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import DType, Graph, Node
+from edgenn.ir import Graph, Node
 from edgenn.ir.conv import is_depthwise_conv
-from edgenn.prepared.quant import activation_of, const_data, int_bias, per_tensor, quant_of
+from edgenn.prepared.linear import Int8Linear, int8_linear
+from edgenn.prepared.quant import activation_of, const_data, per_tensor, quant_of
 from edgenn.prepared.s16 import S16Requant, int8_weights_s16, symmetric
 
 
@@ -43,21 +41,6 @@ def channel_multipliers(node: Node, graph: Graph, w_index: int = 1) -> tuple[np.
     w_scales = np.broadcast_to(wq.scale.astype(np.float64), (co,))
     real = np.float64(in_s) * w_scales / np.float64(out_s)
     return quantize_multipliers(real)
-
-
-def int8_weights(node: Node, graph: Graph, index: int = 1) -> np.ndarray:
-    """Constant weights minus their zero points (along axis 0) as int8 (zero points are 0 for
-    TFLite's int8 weights), or one error when they do not fit."""
-    w = graph.tensor(node.inputs[index])
-    data = const_data(node, w)
-    assert data is not None
-    if data.dtype != np.int8:
-        raise UnsupportedOperatorError(f"{node}: int8 {node.op} needs int8 weights")
-    wq = quant_of(node, w, "weight")
-    v = data.astype(np.int64) - wq.zero_point.reshape((-1,) + (1,) * (data.ndim - 1))
-    if v.min(initial=0) < -128 or v.max(initial=0) > 127:
-        raise UnsupportedOperatorError(f"{node}: weight zero points push weights out of int8")
-    return v.astype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -124,23 +107,10 @@ def conv_geometry(node: Node, graph: Graph) -> ConvGeometry:
 
 
 @dataclass(frozen=True)
-class ConvParams(ConvGeometry):
-    """Everything an int8 Conv2D kernel needs, computed as TFLite Micro's prepare does.
-
-    ``w`` is int8 [Cout, KH, KW, Cin/groups] with weight zero points removed; ``bias`` is the
-    int32 bias (zeros if absent); ``bias_folded = bias - in_zp * sum(w[c])`` (int32 wrap),
-    valid where a window lies wholly inside the input; ``mult``/``shift`` per channel.
-    """
-
-    in_zp: int
-    out_zp: int
-    act_min: int
-    act_max: int
-    w: np.ndarray
-    bias: np.ndarray
-    bias_folded: np.ndarray
-    mult: np.ndarray
-    shift: np.ndarray
+class ConvParams(ConvGeometry, Int8Linear):
+    """Everything an int8 Conv2D kernel needs, computed as TFLite Micro's prepare does: the
+    geometry and ``Int8Linear`` (``w`` int8 [Cout, KH, KW, Cin/groups]; ``bias_folded`` valid
+    where a window lies wholly inside the input)."""
 
     def quant_args(self) -> str:
         return ", ".join(str(v) for v in (self.in_zp, self.out_zp, self.act_min, self.act_max))
@@ -148,24 +118,8 @@ class ConvParams(ConvGeometry):
 
 def prepare_conv(node: Node, graph: Graph) -> ConvParams:
     """The int8 record of a Conv2D node (raises for float or malformed nodes)."""
-    x, y = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
-    if x.dtype is not DType.INT8:
-        raise UnsupportedOperatorError(f"{node}: the int8 Conv2D record needs int8 input, "
-                                       f"got {x.dtype.value}")
-    g = conv_geometry(node, graph)
-    w = int8_weights(node, graph)
-    mult, shift = channel_multipliers(node, graph)
-    oq = per_tensor(node, y, "output")
-    in_zp = per_tensor(node, x, "input").zp
-    lo, hi = activation_range_quantized(activation_of(node), oq)
-    bias_t = graph.tensor(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-    bias = int_bias(node, const_data(node, bias_t), g.out_c)
-    co = (g.out_c,)
-    return ConvParams(
-        **asdict(g), in_zp=in_zp, out_zp=oq.zp, act_min=lo, act_max=hi, w=w, bias=i32(bias),
-        bias_folded=i32(fold_input_zero_point(bias, w, in_zp)),
-        mult=np.broadcast_to(np.asarray(mult, np.int64), co).astype(np.int32),
-        shift=np.broadcast_to(np.asarray(shift, np.int64), co).astype(np.int32))
+    return ConvParams(**asdict(conv_geometry(node, graph)),
+                      **int8_linear(node, graph, *channel_multipliers(node, graph)))
 
 
 @dataclass(frozen=True)

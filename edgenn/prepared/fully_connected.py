@@ -15,16 +15,13 @@ import numpy as np
 
 from edgenn.arith.fixed_point import (
     activation_range_float,
-    activation_range_quantized,
     quantize_multiplier,
     scale_ratio,
 )
-from edgenn.arith.fixed_point import int32_array as i32
-from edgenn.arith.zero_point import fold_input_zero_point
-from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import DType, Graph, Node
-from edgenn.prepared.conv import channel_multipliers, float_bias, int8_weights
-from edgenn.prepared.quant import activation_of, const_data, int_bias, per_tensor, quant_of
+from edgenn.ir import Graph, Node
+from edgenn.prepared.conv import channel_multipliers, float_bias
+from edgenn.prepared.linear import Int8Linear, int8_linear
+from edgenn.prepared.quant import activation_of, const_data, per_tensor, quant_of
 from edgenn.prepared.s16 import S16Requant, int8_weights_s16, symmetric
 
 
@@ -51,39 +48,19 @@ def _bias_tensor(node: Node, graph: Graph) -> np.ndarray | None:
 
 
 @dataclass(frozen=True)
-class FullyConnectedParams:
-    """An int8 FullyConnected: ``w`` int8 [Cout, K] (weight zero points removed), ``bias``
-    int32 (zeros if absent), ``bias_folded = bias - in_zp * sum(w[c])`` (int32 wrap),
-    ``mult`` / ``shift`` per output channel (equal values for per-tensor weights)."""
+class FullyConnectedParams(Int8Linear):
+    """An int8 FullyConnected: ``Int8Linear`` with ``w`` int8 [Cout, K] (``mult`` / ``shift``
+    equal for per-tensor weights), and the sizes ``depth`` (K) and ``out_c``."""
 
     depth: int
     out_c: int
-    in_zp: int
-    out_zp: int
-    act_min: int
-    act_max: int
-    w: np.ndarray
-    bias: np.ndarray
-    bias_folded: np.ndarray
-    mult: np.ndarray
-    shift: np.ndarray
 
 
 def prepare_fully_connected(node: Node, graph: Graph) -> FullyConnectedParams:
     """The int8 record of a FullyConnected node."""
-    x, y = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
-    if x.dtype is not DType.INT8:
-        raise UnsupportedOperatorError(f"{node}: the int8 FullyConnected record needs int8 "
-                                       f"input, got {x.dtype.value}")
-    w = int8_weights(node, graph)
-    co, depth = w.shape
-    in_zp = per_tensor(node, x, "input").zp
-    oq = per_tensor(node, y, "output")
-    lo, hi = activation_range_quantized(activation_of(node), oq)
-    bias = int_bias(node, _bias_tensor(node, graph), co)
-    mult, shift = dense_multipliers(node, graph)
-    return FullyConnectedParams(depth, co, in_zp, oq.zp, lo, hi, w, i32(bias),
-                                i32(fold_input_zero_point(bias, w, in_zp)), mult, shift)
+    fields = int8_linear(node, graph, *dense_multipliers(node, graph))
+    co, depth = fields["w"].shape
+    return FullyConnectedParams(**fields, depth=depth, out_c=co)
 
 
 @dataclass(frozen=True)

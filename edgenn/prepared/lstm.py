@@ -1,14 +1,8 @@
-"""The record of the LSTM (TFLite Micro's UNIDIRECTIONAL_SEQUENCE_LSTM ``OpDataLSTM``):
-the checks TFLM's prepare makes, and for integer LSTMs the constants of
-``PrepareGateParametersInteger``: each gate FC requantizes to the Q3.12 scale 2^-12 with the
-multiplier of ``in_scale * w_scale / 2^-12`` (the product of the two float32 scales taken in
-double, as TFLM's ``GetQuantizedConvolutionMultipler``; clamped to int16), the element-wise
-products use the multipliers of ``CreateInterGateMulParams``, and the zero points of the int8
-input and hidden state are folded into the biases (``edgenn.arith.zero_point``, exact in
-int32 arithmetic). The reference layer and the Cortex-M kernel take the same record.
-
-Float32 also takes what TFLM refuses but ONNX has: peepholes and ``gate_clip``. CIFG,
-projection and layer normalization are refused with one error naming the node.
+"""The record of the LSTM (TFLite Micro's UNIDIRECTIONAL_SEQUENCE_LSTM ``OpDataLSTM``): the
+checks TFLM's prepare makes and, for an integer LSTM, the constants of its gate FCs, of the
+element-wise products and of the activations' input scaling (``IntegerLstm``: how TFLM
+derives each is said in ``backends/ref/kernels/lstm.py``, the layer that runs them); for a
+float32 LSTM, its weights transposed for the products, biases and optional peepholes.
 """
 
 from __future__ import annotations

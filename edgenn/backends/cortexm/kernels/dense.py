@@ -54,8 +54,8 @@ from edgenn.backends.cortexm.kernels.fast_common import (
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
-from edgenn.prepared.conv import int8_weights
 from edgenn.prepared.fully_connected import FullyConnectedParams, prepare_fully_connected
+from edgenn.prepared.linear import int8_weights
 
 ROWS = 6  # output rows per pass (3 two-row weight words per input pair)
 # input words per loop iteration when the depth is looped (each iteration: a 4-cycle test)

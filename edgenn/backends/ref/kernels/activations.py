@@ -1,19 +1,10 @@
-"""Sigmoid and Tanh, float32 and int8 -> int8 exactly as TFLite Micro.
+"""Sigmoid and Tanh, float32, int8 and int16, exactly as TFLite Micro
+(``reference_integer_ops::Logistic`` / ``Tanh``).
 
-int8 (``reference_integer_ops::Logistic`` / ``Tanh``): the input minus its zero point is
-scaled to a Q4.27 value by a multiplier and left shift taken from ``in_scale * 2**27``
-(``frexp`` and round half away, as TFLM's prepare); inputs at or beyond the radius where
-that scaling would overflow saturate to -128 / 127; the rest go through gemmlowp's
-fixed-point logistic / tanh and are rounded down to the fixed output quantization:
-Sigmoid scale 1/256 zero point -128, Tanh scale 1/128 zero point 0. An int8 input takes only
-256 values, so the record (``edgenn.prepared.curves``) holds that arithmetic over all of them
-and ``run`` is a lookup.
-
-int16 (``reference_integer_ops::Logistic`` / ``Tanh`` int16 overloads): zero points 0 and an
-output scale of 2**-15; the input is rescaled to 1/(3*4096) per step (a multiplier of 3
-shifted, for the power-of-two input scales TFLM recognises, else ``s_in * 3 * 4096`` doubled
-up to [16384, 32767] and truncated), then ``sigmoid(i / 24)`` is interpolated linearly in a
-256-entry Q0.16 table (tanh as ``2 * sigmoid(2x) - 1``) and rounded back to 16 bits.
+The quantized constants are the record of ``edgenn.prepared.curves`` (its module docstring
+says how TFLM computes them): int8 takes only 256 values, so the record holds the output of
+each and ``run`` is a lookup; int16 runs TFLM's interpolated curve with the record's input
+scaling.
 """
 
 from __future__ import annotations

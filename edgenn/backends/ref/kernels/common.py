@@ -11,6 +11,7 @@ from edgenn.backends.ref.layer import Layer
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Activation, QuantParams, Tensor
 from edgenn.prepared import quant
+from edgenn.prepared.linear import Int8Linear
 
 
 def activation_of(layer: Layer) -> Activation:
@@ -63,3 +64,9 @@ def exact_matmul_dtype(k: int, max_a: int, max_b: int) -> type[np.floating[Any]]
     if bound < 2**53:
         return np.float64
     raise UnsupportedOperatorError(f"integer matmul of depth {k} may overflow the accumulator")
+
+
+def int8_matmul_dtype(p: Int8Linear, depth: int) -> type[np.floating[Any]]:
+    """The exact float type of an int8 layer's sums of ``depth`` products ``(x - in_zp) * w``."""
+    max_x = max(127 - p.in_zp, p.in_zp + 128)
+    return exact_matmul_dtype(depth, max_x, int(np.abs(p.w.astype(np.int64)).max(initial=0)))

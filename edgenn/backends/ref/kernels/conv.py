@@ -16,7 +16,7 @@ import numpy as np
 
 from edgenn.arith.fixed_point import requantize
 from edgenn.backends.ref.arrays import batch_chunks, pad_hw, windows
-from edgenn.backends.ref.kernels.common import exact_matmul_dtype
+from edgenn.backends.ref.kernels.common import int8_matmul_dtype
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 from edgenn.prepared.conv import ConvGeometry, prepare_conv, prepare_float_conv
@@ -37,9 +37,7 @@ class Conv2D(Layer):
             self._geometry(p)
             self.mult, self.shift, self.bias_int = p.mult, p.shift, p.bias
             self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
-            max_x = max(127 - self.in_zp, self.in_zp + 128)
-            depth = self.kh * self.kw * self.cig
-            self.dtype: Any = exact_matmul_dtype(depth, max_x, int(np.abs(p.w).max(initial=0)))
+            self.dtype: Any = int8_matmul_dtype(p, self.kh * self.kw * self.cig)
             w_mat = p.w.astype(self.dtype)
         else:
             f = prepare_float_conv(self.node, self.graph)

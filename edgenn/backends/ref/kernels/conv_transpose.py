@@ -24,7 +24,7 @@ import numpy as np
 
 from edgenn.arith.fixed_point import requantize, wrap_int32
 from edgenn.backends.ref.arrays import batch_chunks
-from edgenn.backends.ref.kernels.common import exact_matmul_dtype
+from edgenn.backends.ref.kernels.common import exact_matmul_dtype, int8_matmul_dtype
 from edgenn.backends.ref.kernels.conv_s16 import MAX_X
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
@@ -57,8 +57,7 @@ class TransposeConv2D(Layer):
             self._geometry(p)
             self.mult, self.shift, self.bias_int = p.mult, p.shift, p.bias
             self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
-            max_x = max(127 - self.in_zp, self.in_zp + 128)
-            self.dtype = exact_matmul_dtype(self.depth, max_x, int(np.abs(p.w).max(initial=0)))
+            self.dtype = int8_matmul_dtype(p, self.depth)
             w_mat = p.w
         else:
             f = prepare_float_conv(self.node, self.graph)

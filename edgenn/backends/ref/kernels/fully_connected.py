@@ -15,7 +15,7 @@ import numpy as np
 
 from edgenn.arith.fixed_point import requantize
 from edgenn.backends.ref.arrays import batch_chunks
-from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype
+from edgenn.backends.ref.kernels.common import Operands, int8_matmul_dtype
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
 from edgenn.prepared.fully_connected import (
@@ -35,10 +35,7 @@ class FullyConnected(Layer):
             p = prepare_fully_connected(self.node, self.graph)
             self.co, self.mult, self.shift, self.bias_int = p.out_c, p.mult, p.shift, p.bias
             self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
-            max_x = max(127 - self.in_zp, self.in_zp + 128)
-            self.dtype: Any = exact_matmul_dtype(
-                p.depth, max_x, int(np.abs(p.w.astype(np.int64)).max(initial=0))
-            )
+            self.dtype: Any = int8_matmul_dtype(p, p.depth)
             self.w_t = np.ascontiguousarray(p.w.T.astype(self.dtype))
         else:
             f = prepare_float_fully_connected(self.node, self.graph)
