@@ -134,13 +134,13 @@ def test_zero_point_is_folded_into_the_bias() -> None:
     graph = conv_graph(13, (5, 5), 4, 6, (3, 3), pads=(1, 1, 1, 1), in_zp=-20)
     ref = compile_ref(graph).layers[0]
     (b,) = weight_matrices(ref)
-    folded = fold_input_zero_point(ref.bias_int, b.T, -20)
-    np.testing.assert_array_equal(folded, ref.bias_int + 20 * b.astype(np.int64).sum(0))
+    folded = fold_input_zero_point(ref.p.bias, b.T, -20)
+    np.testing.assert_array_equal(folded, ref.p.bias + 20 * b.astype(np.int64).sum(0))
     x = random_input(graph, 1)
     target = OffloadTarget(VtaConfig.preset(), "tall_pipelined", vta_standin.run_gemm)
     a = im2col(x, VtaConv2D(ref, target).geo, -20)
     # plain int8 x int8 + folded bias == (x - zp) x w + bias, the reference's accumulator
-    direct = (a.astype(np.int64) + 20) @ b.astype(np.int64) + ref.bias_int
+    direct = (a.astype(np.int64) + 20) @ b.astype(np.int64) + ref.p.bias
     np.testing.assert_array_equal(a.astype(np.int64) @ b + folded, direct)
 
 

@@ -35,14 +35,13 @@ class Conv2D(Layer):
         if self.int8:
             p = prepare_conv(self.node, self.graph)
             self._geometry(p)
-            self.mult, self.shift, self.bias_int = p.mult, p.shift, p.bias
-            self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
+            self.p = p
             self.dtype: Any = int8_matmul_dtype(p, self.kh * self.kw * self.cig)
             w_mat = p.w.astype(self.dtype)
         else:
             f = prepare_float_conv(self.node, self.graph)
             self._geometry(f)
-            self.flo, self.fhi, self.bias_f = f.act_min, f.act_max, f.bias
+            self.fp = f
             self.dtype = np.float32
             w_mat = f.w
         # why: a padded tap is a zero in ``_accumulate``'s patches, and 0 * inf or 0 * NaN is
@@ -88,7 +87,7 @@ class Conv2D(Layer):
         n = x.shape[0]
         xs_ = x.astype(self.dtype)
         if self.int8:
-            xs_ -= self.dtype(self.in_zp)
+            xs_ -= self.dtype(self.p.in_zp)
         out = np.empty((n, self.oh, self.ow, self.co), np.int8 if self.int8 else np.float32)
         per_item = self.oh * self.ow * max(self.kh * self.kw * self.ci, self.co)
         for part in batch_chunks(n, per_item):
@@ -141,9 +140,10 @@ class Conv2D(Layer):
     def _finish(self, acc: np.ndarray) -> np.ndarray:
         if self.int8:
             acc_int = acc.astype(np.int64)
-            acc_int += self.bias_int
-            return requantize(acc_int, self.mult, self.shift, self.out_zp, self.lo, self.hi)
+            acc_int += self.p.bias
+            return requantize(acc_int, self.p.mult, self.p.shift, self.p.out_zp, self.p.act_min,
+                              self.p.act_max)
         res = acc.astype(np.float32, copy=False)
-        if self.bias_f is not None:
-            res = res + self.bias_f
-        return np.clip(res, self.flo, self.fhi)
+        if self.fp.bias is not None:
+            res = res + self.fp.bias
+        return np.clip(res, self.fp.act_min, self.fp.act_max)

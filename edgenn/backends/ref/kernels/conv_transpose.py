@@ -55,14 +55,13 @@ class TransposeConv2D(Layer):
         elif self.kind == "int8":
             p = prepare_transpose_conv(self.node, self.graph)
             self._geometry(p)
-            self.mult, self.shift, self.bias_int = p.mult, p.shift, p.bias
-            self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
+            self.p = p
             self.dtype = int8_matmul_dtype(p, self.depth)
             w_mat = p.w
         else:
             f = prepare_float_conv(self.node, self.graph)
             self._geometry(f)
-            self.flo, self.fhi, self.bias_f = f.act_min, f.act_max, f.bias
+            self.fp = f
             self.dtype = np.float32
             w_mat = f.w
         # per group, per tap: [Cin/g, Cout/g] matrices
@@ -88,7 +87,7 @@ class TransposeConv2D(Layer):
         for part in batch_chunks(n, per_item):
             xf = x[part].astype(self.dtype)
             if self.kind == "int8":
-                xf -= self.dtype(self.in_zp)
+                xf -= self.dtype(self.p.in_zp)
             out[part] = self._finish(self._scatter(xf))
         return [out]
 
@@ -114,12 +113,12 @@ class TransposeConv2D(Layer):
 
     def _finish(self, acc: np.ndarray) -> np.ndarray:
         if self.kind == "float32":
-            res = acc if self.bias_f is None else acc + self.bias_f
-            return np.clip(res, self.flo, self.fhi)
+            res = acc if self.fp.bias is None else acc + self.fp.bias
+            return np.clip(res, self.fp.act_min, self.fp.act_max)
         acc_int = acc.astype(np.int64)
         if self.kind == "int16":
             return self.requant(acc_int)
-        acc_int += self.bias_int
+        acc_int += self.p.bias
         # why wrap: TFLite Micro's int8 scratch accumulator is int32
-        return requantize(wrap_int32(acc_int), self.mult, self.shift, self.out_zp,
-                          self.lo, self.hi)
+        return requantize(wrap_int32(acc_int), self.p.mult, self.p.shift, self.p.out_zp,
+                          self.p.act_min, self.p.act_max)

@@ -33,13 +33,12 @@ class FullyConnected(Layer):
         self.operands = Operands(self.inputs)
         if self.int8:
             p = prepare_fully_connected(self.node, self.graph)
-            self.co, self.mult, self.shift, self.bias_int = p.out_c, p.mult, p.shift, p.bias
-            self.in_zp, self.out_zp, self.lo, self.hi = p.in_zp, p.out_zp, p.act_min, p.act_max
+            self.p, self.co = p, p.out_c
             self.dtype: Any = int8_matmul_dtype(p, p.depth)
             self.w_t = np.ascontiguousarray(p.w.T.astype(self.dtype))
         else:
             f = prepare_float_fully_connected(self.node, self.graph)
-            self.co, self.flo, self.fhi, self.bias_f = f.w.shape[0], f.act_min, f.act_max, f.bias
+            self.fp, self.co = f, f.w.shape[0]
             self.w_t = np.ascontiguousarray(f.w.T)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
@@ -47,12 +46,13 @@ class FullyConnected(Layer):
         n = x.shape[0]
         if not self.int8:
             y = x.astype(np.float32, copy=False) @ self.w_t
-            if self.bias_f is not None:
-                y += self.bias_f
-            return [np.clip(y, self.flo, self.fhi)]
+            if self.fp.bias is not None:
+                y += self.fp.bias
+            return [np.clip(y, self.fp.act_min, self.fp.act_max)]
         out = np.empty((n, self.co), np.int8)
         for part in batch_chunks(n, max(x.shape[1], self.co)):
-            xf = x[part].astype(self.dtype) - self.dtype(self.in_zp)
-            acc = (xf @ self.w_t).astype(np.int64) + self.bias_int
-            out[part] = requantize(acc, self.mult, self.shift, self.out_zp, self.lo, self.hi)
+            xf = x[part].astype(self.dtype) - self.dtype(self.p.in_zp)
+            acc = (xf @ self.w_t).astype(np.int64) + self.p.bias
+            out[part] = requantize(acc, self.p.mult, self.p.shift, self.p.out_zp, self.p.act_min,
+                                   self.p.act_max)
         return [out]
