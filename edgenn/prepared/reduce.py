@@ -12,7 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgenn.arith.fixed_point import quantize_multiplier, type_range
+from edgenn.arith.fixed_point import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    type_range,
+    wrap_int32,
+)
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.quant import per_tensor
 from edgenn.prepared.requant import QUANTIZED, Requant, output_requant
@@ -41,6 +46,15 @@ class ReduceParams:
     @property
     def quantized(self) -> bool:
         return self.dtype in QUANTIZED
+
+
+def requantize_sum(p: ReduceParams, sums: np.ndarray) -> np.ndarray:
+    """A quantized Mean's / ReduceSum's output integers from the int64 sums of the stored
+    values: ``MultiplyByQuantizedMultiplier(sum - in_zp * count) + out_zp``, clamped (the sum
+    wraps in int32 as TFLM's accumulator does)."""
+    total = wrap_int32(sums - p.in_zp * p.count)
+    y = multiply_by_quantized_multiplier(total, p.mult, p.shift) + p.out_zp
+    return np.clip(y, p.act_min, p.act_max)
 
 
 def prepare_reduce(node: Node, graph: Graph) -> ReduceParams:

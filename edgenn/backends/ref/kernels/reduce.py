@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, wrap_int32
 from edgenn.backends.ref.kernels.per_sample import BatchView
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
-from edgenn.prepared.reduce import prepare_reduce
+from edgenn.prepared.reduce import prepare_reduce, requantize_sum
 
 
 @register("Mean", DType.FLOAT32, DType.INT8, DType.INT16)
@@ -47,7 +46,4 @@ class Mean(Layer):
         if not self.int8:
             s = self._sum(x, np.float32)
             return [(s / np.float32(p.count)).astype(np.float32)]
-        # why wrap: TFLM sums into int32
-        total = wrap_int32(self._sum(x, np.int64) - p.in_zp * p.count)
-        y = multiply_by_quantized_multiplier(total, p.mult, p.shift)
-        return [np.clip(y + p.out_zp, p.act_min, p.act_max).astype(x.dtype)]
+        return [requantize_sum(p, self._sum(x, np.int64)).astype(x.dtype)]

@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, wrap_int32
 from edgenn.backends.ref.kernels.per_sample import BatchView
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
-from edgenn.prepared.reduce import prepare_arg, prepare_reduce
+from edgenn.prepared.reduce import prepare_arg, prepare_reduce, requantize_sum
 
 
 class _Reduction(Layer):
@@ -62,10 +61,8 @@ class ReduceSum(_Reduction):
         x, p = xs[0], self.p
         if self.dtype is DType.FLOAT32:
             return [self.reduce(x, np.sum, dtype=np.float32)]
-        # why wrap: TFLM sums into int32
-        total = wrap_int32(self.reduce(x, np.sum, dtype=np.int64) - p.in_zp * p.count)
-        y = multiply_by_quantized_multiplier(total, p.mult, p.shift) + p.out_zp
-        return [np.clip(y, p.act_min, p.act_max).astype(self.dtype.numpy)]
+        sums = self.reduce(x, np.sum, dtype=np.int64)
+        return [requantize_sum(p, sums).astype(self.dtype.numpy)]
 
 
 @register("ArgMax", DType.FLOAT32, DType.INT8)
