@@ -34,6 +34,12 @@ def smaller_than_one(node: Node, real: float, what: str) -> tuple[int, int]:
     return mult, shift
 
 
+def scale_in(v: npt.ArrayLike, mult: int, shift: int) -> np.ndarray:
+    """An input's ``(v << 20)`` times the multiplier of 0.5, in int32 as TFLM computes it."""
+    shifted = wrap_int32(np.asarray(v, np.int64) << LEFT_SHIFT)
+    return np.asarray(multiply_by_quantized_multiplier(shifted, mult, shift))
+
+
 @dataclass(frozen=True)
 class CumSumParams:
     """``axis`` (non-negative, of the declared shape), the flags and the int8 constants (zero
@@ -54,8 +60,7 @@ class CumSumParams:
 
     def scale_in(self, v: npt.ArrayLike) -> np.ndarray:
         """``(v << 20) * 0.5`` as TFLM computes it in int32."""
-        shifted = wrap_int32(np.asarray(v, np.int64) << LEFT_SHIFT)
-        return np.asarray(multiply_by_quantized_multiplier(shifted, self.in_mult, self.in_shift))
+        return scale_in(v, self.in_mult, self.in_shift)
 
 
 def prepare_cumsum(node: Node, graph: Graph) -> CumSumParams:
@@ -72,7 +77,6 @@ def prepare_cumsum(node: Node, graph: Graph) -> CumSumParams:
     in_mult, in_shift = smaller_than_one(node, qi.s / twice_max, "input")
     out_mult, out_shift = smaller_than_one(node, twice_max / ((1 << LEFT_SHIFT) * qo.s),
                                            "output")
-    p = CumSumParams(shape, base.axis, base.exclusive, base.reverse, x.dtype, qi.zp, qo.zp,
-                     in_mult, in_shift, out_mult, out_shift)
+    start = int(scale_in(np.int64(-qi.zp), in_mult, in_shift))
     return CumSumParams(shape, base.axis, base.exclusive, base.reverse, x.dtype, qi.zp, qo.zp,
-                        in_mult, in_shift, out_mult, out_shift, int(p.scale_in(-qi.zp)))
+                        in_mult, in_shift, out_mult, out_shift, start)
