@@ -24,50 +24,47 @@ from edgenn.prepared.pooling import div_round_half_away, prepare_pool
 
 class _Pool(Layer):
     def build(self) -> None:
-        p = prepare_pool(self.node, self.graph)
-        self.p = p
-        self.kernel, self.strides, self.pads = p.kernel, p.strides, p.pads
-        self.oh, self.ow = p.out_h, p.out_w
-        self.dtype, self.quantized = p.dtype, p.quantized
-        self.lo, self.hi, self.count, self.requant = p.act_min, p.act_max, p.count, p.requant
+        self.p = prepare_pool(self.node, self.graph)
 
     def _windows(self, xp: np.ndarray) -> np.ndarray:
-        return windows(xp, self.kernel, self.strides, (1, 1), (self.oh, self.ow))
+        p = self.p
+        return windows(xp, p.kernel, p.strides, (1, 1), (p.out_h, p.out_w))
 
 
 @register("MaxPool2D", DType.FLOAT32, DType.INT8, DType.INT16)
 class MaxPool2D(_Pool):
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = xs[0]
+        x, p = xs[0], self.p
         # why: the type's lowest value never wins a max, so padding with it is skipping
-        fill = type_range(self.dtype)[0] if self.quantized else -np.inf
-        y = self._windows(pad_hw(x, self.pads, fill)).max(axis=(3, 4))
-        y = np.clip(y, self.lo, self.hi).astype(x.dtype, copy=False)
-        return [y if self.requant is None else self.requant(y)]
+        fill = type_range(p.dtype)[0] if p.quantized else -np.inf
+        y = self._windows(pad_hw(x, p.pads, fill)).max(axis=(3, 4))
+        y = np.clip(y, p.act_min, p.act_max).astype(x.dtype, copy=False)
+        return [y if p.requant is None else p.requant(y)]
 
 
 @register("AvgPool2D", DType.FLOAT32, DType.INT8, DType.INT16)
 class AvgPool2D(_Pool):
     def build(self) -> None:
         super().build()
+        p = self.p
         # the padding holds real zero when it counts (the zero point), else nothing
-        if self.quantized:
-            self.fill: int | float = self.p.in_zp if self.p.count_include_pad else 0
+        if p.quantized:
+            self.fill: int | float = p.in_zp if p.count_include_pad else 0
         else:
             self.fill = 0.0
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = xs[0]
+        x, p = xs[0], self.p
         n, _, _, c = x.shape
-        kh, kw = self.kernel
-        if not self.quantized:
-            s = self._windows(pad_hw(x, self.pads, self.fill)).sum(axis=(3, 4), dtype=np.float32)
-            y = (s / self.count.astype(np.float32)).astype(np.float32)
-            return [np.clip(y, self.lo, self.hi).astype(np.float32, copy=False)]
-        out = np.empty((n, self.oh, self.ow, c), self.dtype.numpy)
-        for part in batch_chunks(n, self.oh * self.ow * c * kh * kw):
-            xp = pad_hw(x[part].astype(np.int32), self.pads, self.fill)
+        kh, kw = p.kernel
+        if not p.quantized:
+            s = self._windows(pad_hw(x, p.pads, self.fill)).sum(axis=(3, 4), dtype=np.float32)
+            y = (s / p.count.astype(np.float32)).astype(np.float32)
+            return [np.clip(y, p.act_min, p.act_max).astype(np.float32, copy=False)]
+        out = np.empty((n, p.out_h, p.out_w, c), p.dtype.numpy)
+        for part in batch_chunks(n, p.out_h * p.out_w * c * kh * kw):
+            xp = pad_hw(x[part].astype(np.int32), p.pads, self.fill)
             acc = self._windows(xp).sum(axis=(3, 4), dtype=np.int64)
-            y = div_round_half_away(acc, self.count)
-            out[part] = np.clip(y, self.lo, self.hi)
-        return [out if self.requant is None else self.requant(out)]
+            y = div_round_half_away(acc, p.count)
+            out[part] = np.clip(y, p.act_min, p.act_max)
+        return [out if p.requant is None else p.requant(out)]
