@@ -24,14 +24,21 @@ from edgenn.passes.skip import config_peak, find_blocks
 
 
 def target_kernels(graph: Graph, target: str) -> list[str | None]:
-    """Per layer, the kernel the registry picks on ``target`` (None: no kernel runs it)."""
+    """Per layer, the kernel the registry picks on ``target`` by the one name it has
+    everywhere (manifest.json, ``bench``): the C symbol of its ``KernelCall.kernel_name``;
+    the plug-in's name where its prepare refuses the node; None where no kernel runs it."""
     core = get_core(target)
     names: list[str | None] = []
     for node in graph.nodes:
         try:
-            names.append(select_kernel(node, graph, core).name)
+            kernel = select_kernel(node, graph, core)
         except UnsupportedOperatorError:
             names.append(None)
+            continue
+        try:
+            names.append(kernel.prepare(node, graph, core).kernel_name or kernel.name)
+        except EdgennError:  # the build stops on this node with that error
+            names.append(kernel.name)
     return names
 
 

@@ -4,7 +4,8 @@
     <  ir, arith, data, memory, analysis, models, cc (the run-time
     host C compiler)  <  frontends, passes, export, oracles, svm (the SVM layer's solver and C
     sources), the tuning records (tune.database, .claims, .codec, .errors, .space,
-    .workload)  <  backends (ref, cortexm, host, vta)  <  quantize (calibration runs the
+    .workload), prepared (the layer records the reference and Cortex-M kernels share)
+    <  backends (ref, cortexm, host, vta)  <  quantize (calibration runs the
     reference runtime), tune, fusion, skipping, train, evaluate, validate, inspection  <  api
     <  cli
 
@@ -48,7 +49,7 @@ from pathlib import Path
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "utils", "progress", "outputs", "version"),
     ("ir", "arith", "data", "datasets", "memory", "analysis", "models", "cc"),
-    ("frontends", "passes", "export", "oracles", "svm", "tune_records"),
+    ("frontends", "passes", "export", "oracles", "svm", "tune_records", "prepared"),
     ("backends",),
     ("quantize", "tune", "fusion", "skipping", "train", "evaluate", "validate", "inspection"),
     ("api", "edgenn"),

@@ -17,21 +17,22 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from edgenn.arith.fixed_point_s16 import multiply_by_quantized_multiplier_64
 from edgenn.backends.cortexm.codegen.emit import render
 from edgenn.backends.cortexm.kernels.conv_s16 import WIDE64, epilogue, pair_order
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
-from edgenn.backends.ref.kernels.fixed_point_s16 import (
-    S16Requant,
-    multiply_by_quantized_multiplier_64,
-)
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
+from edgenn.prepared.conv import prepare_conv_s16
+from edgenn.prepared.fully_connected import prepare_fully_connected_s16
+from edgenn.prepared.s16 import S16Requant
 
 C_DIR = Path(__file__).resolve().parents[1] / "edgenn" / "backends" / "cortexm" / "c"
 ACTS = [Activation.NONE, Activation.RELU, Activation.RELU6, Activation.RELU_N1_TO_1]
@@ -227,8 +228,12 @@ def test_every_accumulation_mode_is_swept(compiled: tuple[list[Case], ctypes.CDL
     for case in cases:
         if case.kind.endswith("int8"):
             continue
-        layer = compile_ref(case.graph).layers[0]
-        modes.add(epilogue(layer.requant, layer.w_int).mode)
+        node = case.graph.nodes[0]
+        if node.op == "FullyConnected":
+            p: Any = prepare_fully_connected_s16(node, case.graph)
+        else:
+            p = prepare_conv_s16(node, case.graph, allow_narrow=node.op == "Conv2D")
+        modes.add(epilogue(p.requant, p.w).mode)
     assert modes == {0, 1, 2}
 
 

@@ -21,12 +21,12 @@ import pytest
 
 from edgenn.backends.cortexm.codegen.emit import render
 from edgenn.backends.cortexm.kernels import eltwise_simd
-from edgenn.backends.cortexm.kernels.common import ref_layer
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
 from edgenn.ir.shapes import infer
+from edgenn.prepared.binary import prepare_binary
 
 C_DIR = Path(__file__).resolve().parents[1] / "edgenn" / "backends" / "cortexm" / "c"
 M4 = get_core("cortex-m4")
@@ -175,7 +175,7 @@ def test_unhandled_broadcasts_are_refused() -> None:
 def _grid_check(g: Graph, mode: int, plan: dict[str, np.ndarray | int],
                 lib: ctypes.CDLL) -> None:
     """Run ews_add<mode>_s8 on all 65,536 input pairs against the reference."""
-    layer = ref_layer(g.nodes[0], g)
+    layer = prepare_binary(g.nodes[0], g)
     a = np.repeat(np.arange(-128, 128), 256).astype(np.int8)
     b = np.tile(np.arange(-128, 128), 256).astype(np.int8)
     want = compile_ref(g).run(a.reshape(1, 256, 256, 1), b.reshape(1, 256, 256, 1))[0].ravel()
@@ -187,11 +187,11 @@ def _grid_check(g: Graph, mode: int, plan: dict[str, np.ndarray | int],
     if mode == 1:
         lib.edgenn_add_s8_dsp_smmulr(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
                         ci(int(plan["mult"])), ci(int(plan["rshift"])), ci(int(plan["half"])),
-                        ci(layer.lo), ci(layer.hi))
+                        ci(int(layer.act_min)), ci(int(layer.act_max)))
     else:
         lib.edgenn_add_s8_dsp(p[0], p[1], p[2], ci(a.size), ci(a.size), p[3], p[4],
-                        ci(layer.m_out), ci(layer.sh_out), ci(layer.zp_out), ci(layer.lo),
-                        ci(layer.hi))
+                        ci(layer.out_mult), ci(layer.out_shift), ci(layer.out_zp),
+                        ci(int(layer.act_min)), ci(int(layer.act_max)))
     np.testing.assert_array_equal(out, want)
 
 
@@ -206,7 +206,7 @@ def test_host_slow_forms_exhaustive(tmp_path: Path) -> None:
         b = qt("b", (1, 256, 256, 1), s_b, int(rng.integers(-128, 128)))
         g = binary_graph("Add", a, b, float(np.float32(max(s_a, s_b) * rng.uniform(0.5, 3))),
                          int(rng.integers(-128, 128)), ACTS[i % 4])
-        layer = ref_layer(g.nodes[0], g)
+        layer = prepare_binary(g.nodes[0], g)
         for max_mode in (1, 0):
             mode, plan = eltwise_simd.add_plan(layer, max_mode)
             assert mode == max_mode
@@ -222,7 +222,7 @@ def test_fast_form_is_chosen_for_resnet_like_adds() -> None:
         a = qt("a", (1, 8, 8, 16), s, int(rng.integers(-128, 0)))
         b = qt("b", (1, 8, 8, 16), rscale(rng, 0.01, 0.1), int(rng.integers(-10, 10)))
         g = binary_graph("Add", a, b, float(np.float32(s * 2)), -128, Activation.NONE)
-        modes.append(eltwise_simd.add_plan(ref_layer(g.nodes[0], g))[0])
+        modes.append(eltwise_simd.add_plan(prepare_binary(g.nodes[0], g))[0])
     assert modes.count(2) >= 18
 
 

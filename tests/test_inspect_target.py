@@ -50,7 +50,9 @@ def test_int8_model_gets_the_registry_kernels(capsys: pytest.CaptureFixture[str]
                                               core: str) -> None:
     info = _inspect(capsys, "model_a_int8.tflite", core)
     g = load_tflite((FIXTURES / "model_a_int8.tflite").read_bytes(), "a")
-    want = [select_kernel(n, g, get_core(core)).name for n in g.nodes]
+    # the name manifest.json and ``bench`` show: the call's C symbol
+    want = [select_kernel(n, g, get_core(core)).prepare(n, g, get_core(core)).kernel_name
+            for n in g.nodes]
     assert [layer["kernel"] for layer in info["layers"]] == want
     assert info["unsupported"] is None
 
@@ -118,3 +120,18 @@ def test_table_has_ram_flash_and_a_totals_row(capsys: pytest.CaptureFixture[str]
     assert main(["inspect", str(FIXTURES / "dwsep_int8.tflite")]) == 0
     plain = capsys.readouterr().out
     assert "flash B" not in plain and "total" in plain
+
+
+def test_inspect_names_a_kernel_as_its_build_does(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """One name per kernel: a plug-in that emits one of several C functions (the SIMD Add's
+    table modes, a Relu that requantizes) is shown by the function the build calls, as
+    manifest.json and ``bench`` show it, not by the plug-in's registry name."""
+    from edgenn.backends.cortexm.codegen.project import generate
+
+    g = load_tflite((FIXTURES / "ops_int8.tflite").read_bytes(), "ops")
+    info = _inspect(capsys, "ops_int8.tflite", "cortex-m4")
+    shown = [layer["kernel"] for layer in info["layers"]]
+    project = generate(g, get_core("cortex-m4"), tmp_path / "p")
+    assert shown == [layer["kernel"] for layer in project.manifest["layers"]]
+    assert "edgenn_add_s8_gen_dsp" in shown  # the registry calls it edgenn_add_s8_dsp

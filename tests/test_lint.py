@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -137,3 +138,82 @@ def test_upward_check_counts_function_local_imports(tmp_path: Path) -> None:
     assert [str(i) for i in upward(root)] == [
         "edgenn/errors.py:6: edgenn.errors -> edgenn.cli.main",
         "edgenn/errors.py:8: edgenn.errors -> edgenn.api"]
+
+
+# the reference runtime's layer modules: a backend outside ``backends/ref`` takes a layer's
+# constants from its record (``edgenn.prepared``), never from these modules or their objects
+REF_LAYERS = "edgenn.backends.ref.kernels"
+
+
+def _reference_layer_uses(package: Path) -> list[str]:
+    """``path:line: what`` for each place under ``package/backends`` (but ``backends/ref``)
+    that imports a reference layer module (statement, function-local or by a literal module
+    name) or names ``ref_layer``."""
+    found: list[tuple[str, int, str]] = []
+    for path in sorted((package / "backends").rglob("*.py")):
+        if (package / "backends" / "ref") in path.parents:
+            continue
+        rel = path.relative_to(package.parent)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            what = None
+            if isinstance(node, ast.Import):
+                hits = [a.name for a in node.names if a.name.startswith(REF_LAYERS)]
+                what = f"imports {hits[0]}" if hits else None
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                names = [a.name for a in node.names]
+                if module.startswith(REF_LAYERS) or (module == "edgenn.backends.ref"
+                                                     and "kernels" in names):
+                    what = f"imports from {module}"
+                elif "ref_layer" in names:
+                    what = "imports ref_layer"
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.startswith(REF_LAYERS):
+                what = f"names the module {node.value}"
+            elif isinstance(node, ast.Name) and node.id == "ref_layer" \
+                    or isinstance(node, ast.Attribute) and node.attr == "ref_layer" \
+                    or isinstance(node, ast.FunctionDef) and node.name == "ref_layer":
+                what = "uses ref_layer"
+            if what:
+                found.append((str(rel), node.lineno, what))
+    return [f"{path}:{line}: {what}" for path, line, what in sorted(found)]
+
+
+def test_no_backend_reads_a_reference_layer() -> None:
+    """Kernel generators (Cortex-M, host, VTA) take a layer's constants from its typed record
+    (``edgenn/prepared/``, which the reference layers take too), not from reference layer
+    objects: no import of ``edgenn.backends.ref.kernels`` outside ``backends/ref`` and no
+    ``ref_layer``; there is no allow-list."""
+    found = _reference_layer_uses(ROOT / "edgenn")
+    assert not found, "reference layer uses:\n" + "\n".join(found)
+
+
+def test_reference_layer_check_finds_every_form(tmp_path: Path) -> None:
+    """The checker itself: module and function-local imports, a literal module name and a
+    ``ref_layer`` call are reported; the reference runtime's own modules, its ``layer`` base
+    module and the records are not."""
+    root = _package(tmp_path, {
+        "backends/cortexm/kernels/a.py": """
+            from edgenn.backends.ref.kernels.conv import Conv2D
+            from edgenn.prepared.conv import prepare_conv
+            """,
+        "backends/cortexm/kernels/b.py": """
+            import importlib
+            def f(node, graph):
+                import edgenn.backends.ref.kernels.pooling
+                importlib.import_module("edgenn.backends.ref.kernels.softmax")
+                return ref_layer(node, graph)
+            """,
+        "backends/vta/c.py": """
+            from edgenn.backends.ref import kernels
+            from edgenn.backends.ref.layer import Layer
+            """,
+        "backends/ref/kernels/conv.py": "from edgenn.backends.ref.kernels.common import X\n",
+    })
+    assert _reference_layer_uses(root) == [
+        "edgenn/backends/cortexm/kernels/a.py:2: imports from edgenn.backends.ref.kernels.conv",
+        "edgenn/backends/cortexm/kernels/b.py:4: imports edgenn.backends.ref.kernels.pooling",
+        "edgenn/backends/cortexm/kernels/b.py:5: names the module "
+        "edgenn.backends.ref.kernels.softmax",
+        "edgenn/backends/cortexm/kernels/b.py:6: uses ref_layer",
+        "edgenn/backends/vta/c.py:2: imports from edgenn.backends.ref"]

@@ -34,6 +34,12 @@ def wrap_int32(x: IntLike) -> Any:
     return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
+def int32_array(values: IntLike) -> npt.NDArray[np.int32]:
+    """Integer values as an int32 array with C's wrap-around (bias sums folded at generation
+    time, stored as int32 constants)."""
+    return np.asarray(wrap_int32(values), dtype=np.int32)
+
+
 def _trunc_div_pot(x: Any, bits: int) -> Any:
     """``x / 2**bits`` rounded toward zero, as C integer division."""
     return np.where(x >= 0, x >> bits, -((-x) >> bits))
@@ -348,3 +354,19 @@ def gemmlowp_tanh(a: IntLike, integer_bits: int) -> Any:
         exp_on_negative_values(np.where(negative, a, -a), integer_bits + 1)
     )
     return np.where(a == 0, 0, np.where(negative, -t, t))
+
+
+def requantize(
+    acc: npt.NDArray[np.int64],
+    multiplier: Any,
+    shift: Any,
+    zero_point: int,
+    lo: int,
+    hi: int,
+) -> npt.NDArray[np.int8]:
+    """int32 accumulator -> int8 output, as every TFLite int8 kernel ends (overwrites acc): the
+    per-channel rescale, the output zero point, the activation clamp."""
+    out = multiply_by_quantized_multiplier_inplace(acc, multiplier, shift)
+    out += zero_point
+    np.clip(out, lo, hi, out=out)
+    return out.astype(np.int8)

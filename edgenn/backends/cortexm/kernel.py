@@ -6,7 +6,9 @@ A kernel is a Python object that knows one C implementation of one IR operator:
   ``matches`` returns True is chosen; portable kernels use priority 0, DSP kernels more),
   ``name`` (shown in manifest.json and bench tables);
 * ``matches(node, graph, core)``: can this kernel run this node on this core?
-* ``prepare(node, graph, core) -> KernelCall``: everything the generator needs.
+* ``prepare(node, graph, core) -> KernelCall``: everything the generator needs; the layer's
+  constants come from its typed record (``edgenn.prepared``, the reference layer's too),
+  never from a reference layer (``tests/test_lint.py``).
 
 ``KernelCall.call`` is a Python format string (literal C braces doubled: ``{{ }}``) with
 these placeholders, replaced by the generator:

@@ -32,6 +32,7 @@ class Layer:
 
     def __init__(self, node: Node, graph: Graph) -> None:
         self.node = node
+        self.graph = graph  # the records of edgenn.prepared are computed from it
         self.inputs: list[Tensor | None] = graph.node_inputs(node)
         self.outputs: list[Tensor] = graph.node_outputs(node)
         # TFLite's float layers clamp to +-FLT_MAX without an activation (``float_range``)

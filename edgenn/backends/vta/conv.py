@@ -33,12 +33,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgenn.arith.fixed_point import requantize
 from edgenn.arith.zero_point import fold_input_zero_point
-from edgenn.backends.ref.kernels.common import batch_chunks, quant_of, requantize
+from edgenn.backends.ref.arrays import batch_chunks
 from edgenn.backends.ref.layer import Layer
 from edgenn.backends.vta.im2col import ConvGeometry, im2col
 from edgenn.backends.vta.offload import GemmRunLike, OffloadTarget
 from edgenn.ir import DType
+from edgenn.ir.conv import is_depthwise
+from edgenn.prepared.conv import ConvParams, prepare_conv
+from edgenn.prepared.fully_connected import FullyConnectedParams, prepare_fully_connected
+from edgenn.prepared.quant import quant_of
 
 INT32_MAX = 2**31 - 1
 GEMM_OPS = ("Conv2D", "FullyConnected")
@@ -66,6 +71,13 @@ def weight_matrices(layer: Layer) -> list[npt.NDArray[np.int8]]:
     ]
 
 
+def gemm_record(layer: Layer) -> ConvParams | FullyConnectedParams:
+    """The int8 record of an offloadable Conv2D / FullyConnected layer (its constants)."""
+    if layer.node.op == "Conv2D":
+        return prepare_conv(layer.node, layer.graph)
+    return prepare_fully_connected(layer.node, layer.graph)
+
+
 def cpu_reason(layer: Layer) -> str | None:
     """Why an int8 Conv2D / FullyConnected stays on the CPU, or None when it is offloaded."""
     node = layer.node
@@ -75,12 +87,12 @@ def cpu_reason(layer: Layer) -> str | None:
     w = layer.inputs[1]
     if w is None or not w.is_const:
         return "weights are not a constant"
-    if node.op == "Conv2D" and getattr(layer, "depthwise", False):
+    if node.op == "Conv2D" and is_depthwise(node, layer.graph):
         return "depthwise: at most 1/16 of the GEMM core would be useful"
-    if np.any(quant_of(layer, w, "weight").zero_point != 0):
+    if np.any(quant_of(node, w, "weight").zero_point != 0):
         return "weights have a non-zero zero point (TFLite int8 weights are symmetric)"
-    in_zp = int(layer.in_zp)  # type: ignore[attr-defined]
-    bias = layer.bias_int  # type: ignore[attr-defined]
+    rec = gemm_record(layer)
+    in_zp, bias = rec.in_zp, rec.bias
     for g, b in enumerate(weight_matrices(layer)):
         cols = slice(g * b.shape[1], (g + 1) * b.shape[1])
         folded = fold_input_zero_point(bias[cols], b.T, in_zp)  # B: [K, Cout]
@@ -93,21 +105,21 @@ def cpu_reason(layer: Layer) -> str | None:
 
 
 class VtaGemmLayer(Layer):
-    """An offloaded layer: the reference layer's constants, B matrices and folded biases.
-
-    Built from an already built reference layer (no second ``build`` of the quantization
-    constants), so the requantization uses exactly the reference's multipliers and shifts.
-    """
+    """An offloaded layer: the constants of its record (``edgenn.prepared``, the reference
+    layer's too), B matrices and folded biases, so the requantization uses exactly the
+    reference's multipliers and shifts."""
 
     def __init__(self, ref: Layer, target: OffloadTarget) -> None:
         # why no super().__init__: the reference layer has already been built from the node.
         self.ref = ref
         self.node, self.inputs, self.outputs = ref.node, ref.inputs, ref.outputs
+        self.graph = ref.graph
         self.target = target
         self.last = LayerRun()
-        self.in_zp = int(ref.in_zp)  # type: ignore[attr-defined]
+        self.rec = gemm_record(ref)
+        self.in_zp = self.rec.in_zp
         self.b = weight_matrices(ref)
-        bias = ref.bias_int  # type: ignore[attr-defined]
+        bias = self.rec.bias
         width = self.b[0].shape[1]
         self.bias = [  # each B is [K, Cout / groups]: its channels are columns
             fold_input_zero_point(bias[g * width : (g + 1) * width], b.T, self.in_zp)
@@ -134,15 +146,8 @@ class VtaGemmLayer(Layer):
 
     def _requantize(self, acc: np.ndarray) -> npt.NDArray[np.int8]:
         start = time.perf_counter()
-        ref = self.ref
-        out = requantize(
-            acc.astype(np.int64),
-            ref.mult,  # type: ignore[attr-defined]
-            ref.shift,  # type: ignore[attr-defined]
-            ref.out_zp,  # type: ignore[attr-defined]
-            ref.lo,  # type: ignore[attr-defined]
-            ref.hi,  # type: ignore[attr-defined]
-        )
+        r = self.rec
+        out = requantize(acc.astype(np.int64), r.mult, r.shift, r.out_zp, r.act_min, r.act_max)
         self.last.requant_ms += 1e3 * (time.perf_counter() - start)
         return out
 
@@ -153,14 +158,11 @@ class VtaConv2D(VtaGemmLayer):
     op = "Conv2D"
 
     def build(self) -> None:
-        ref = self.ref
+        g = self.rec
+        assert isinstance(g, ConvParams)
         self.geo = ConvGeometry(
-            kernel=(ref.kh, ref.kw),  # type: ignore[attr-defined]
-            strides=ref.strides,  # type: ignore[attr-defined]
-            dilations=ref.dilations,  # type: ignore[attr-defined]
-            pads=ref.pads,  # type: ignore[attr-defined]
-            out_hw=(ref.oh, ref.ow),  # type: ignore[attr-defined]
-            groups=self.groups,
+            kernel=(g.k_h, g.k_w), strides=g.strides, dilations=g.dilations, pads=g.pads,
+            out_hw=(g.out_h, g.out_w), groups=self.groups,
         )
 
     def rows_per_item(self) -> int:
@@ -194,7 +196,8 @@ class VtaFullyConnected(VtaGemmLayer):
         return 1
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = self.ref.operands.gather(xs)[0]  # type: ignore[attr-defined]
+        t = self.inputs[0]
+        x = t.data if t is not None and t.data is not None else xs[0]  # a constant input
         self.last = LayerRun()
         rows = []
         for part in batch_chunks(x.shape[0], self.b[0].shape[0]):

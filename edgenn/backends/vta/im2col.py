@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgenn.backends.ref.kernels.common import pad_hw, windows
+from edgenn.backends.ref.arrays import pad_hw, windows
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Portable int8 / int16 / float32 BatchMatMul with broadcast batch axes and adj_x / adj_y;
-the reference layer gives the constants (``backends/ref/kernels/batch_matmul.py``)."""
+the constants are its record's (``edgenn.prepared.batch_matmul``, the reference layer's too)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from edgenn.arith.fixed_point_s16 import reduced_multiplier
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
     args,
     const_operand,
-    ref_layer,
 )
-from edgenn.backends.ref.kernels.batch_matmul import reduced_multiplier
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.batch_matmul import prepare_batch_matmul
 
 
 def batch_offsets(out_batch: Sequence[int], shape: Sequence[int]) -> np.ndarray:
@@ -42,30 +42,29 @@ def _matches(node: Node, graph: Graph) -> bool:
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_batch_matmul(node, graph)
     a, b = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
     y = graph.tensor(node.outputs[0])
     m, n = y.shape[-2:]
-    k = a.shape[-2] if layer.adj[0] else a.shape[-1]
+    k = a.shape[-2] if layer.adj_x else a.shape[-1]
     out_batch = y.shape[:-2]
     arrays = [CArray("a_off", "int32_t", batch_offsets(out_batch, a.shape)),
               CArray("b_off", "int32_t", batch_offsets(out_batch, b.shape))]
     pa, pb = const_operand(node, graph, 0, arrays), const_operand(node, graph, 1, arrays)
     batches = int(np.prod(out_batch, dtype=np.int64))
     dims = args(batches)
-    shape = args(m, n, k, int(layer.adj[0]), int(layer.adj[1]))
+    shape = args(m, n, k, int(layer.adj_x), int(layer.adj_y))
     if a.dtype is DType.FLOAT32:
         call = (f"edgenn_batch_matmul_f32({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
                 f"{shape});")
         name = "edgenn_batch_matmul_f32"
     elif a.dtype is DType.INT8:
-        q = args(layer.zps[0], layer.zps[1], layer.mult, layer.shift, layer.out_zp)
+        q = args(layer.a_zp, layer.b_zp, layer.mult, layer.shift, layer.out_zp)
         call = (f"edgenn_batch_matmul_s8({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
                 f"{shape}, {q});")
         name = "edgenn_batch_matmul_s8"
     else:
-        reduced, total_shift = reduced_multiplier(layer.mult, layer.shift)
-        q = args(reduced, total_shift, layer.out_zp)
+        q = args(reduced_multiplier(layer.mult), 15 - layer.shift, layer.out_zp)
         call = (f"edgenn_batch_matmul_s16({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, "
                 f"{{b_off}}, {shape}, {q});")
         name = "edgenn_batch_matmul_s16"

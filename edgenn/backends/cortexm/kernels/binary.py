@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -30,9 +29,10 @@ from edgenn.backends.cortexm.kernels.common import (
     const_operand,
     dense_strides,
     padded,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.binary import BinaryParams, prepare_binary
+from edgenn.prepared.binary_eval import binary_int
 
 HEADER = ("edgenn_binary.h",)
 LUT_SRC = ("edgenn_unary_s8.c",)
@@ -113,7 +113,7 @@ def loop_function(loops: Loops, in_types: Sequence[str], out_type: str) -> str:
 
 
 # -- the kernels -------------------------------------------------------------------------------
-ElementExpr = Callable[[Any], str]
+ElementExpr = Callable[[BinaryParams], str]
 
 
 def _types_match(types: tuple[DType, ...]) -> Callable[[Node, Graph], bool]:
@@ -135,11 +135,12 @@ def _single_constant_lut(node: Node, graph: Graph) -> KernelCall | None:
     var = a if b.is_const and b.size == 1 else b if a.is_const and a.size == 1 else None
     if var is None or var.is_const or var.size != out.size:
         return None
-    layer = ref_layer(node, graph)
-    # one batch item per int8 value; the constant broadcasts against each
-    batch_shape = (256,) + (1,) * max(len(var.shape) - 1, 0)
-    (table,) = layer.run(np.arange(-128, 128, dtype=np.int8).reshape(batch_shape))
     index = node.inputs.index(var.name)
+    assert (b if index == 0 else a).data is not None
+    const = np.asarray((b if index == 0 else a).data, np.int64).reshape(())
+    values = np.arange(-128, 128, dtype=np.int64)
+    p = prepare_binary(node, graph)
+    table = binary_int(p, values, const) if index == 0 else binary_int(p, const, values)
     call = f"edgenn_lut_s8({{in{index}}}, {{out0}}, {out.size}, {{table}});"
     return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", np.asarray(table).reshape(256)),),
                       kernel_name="edgenn_lut_s8",
@@ -177,44 +178,46 @@ def _prepare(expr: ElementExpr) -> Callable[[Node, Graph], KernelCall]:
         if lut is not None:
             return lut
         op_code = (f"static inline int32_t @P@_op(int32_t a, int32_t b)\n{{\n"
-                   f"    return {expr(ref_layer(node, graph))};\n}}\n")
+                   f"    return {expr(prepare_binary(node, graph))};\n}}\n")
         return elementwise_call(node, graph, op_code, HEADER,
                                 f"edgenn_{node.op.lower()}_generated")
     return prepare
 
 
 def _addsub(subtract: int) -> ElementExpr:
-    def expr(k: Any) -> str:
+    def expr(k: BinaryParams) -> str:
         return "edgenn_addsub_q(a, b, " + args(
-            subtract, k.left_shift, k.zp_a, k.m_a, k.sh_a, k.zp_b, k.m_b, k.sh_b, k.m_out,
-            k.sh_out, k.zp_out, k.lo, k.hi) + ")"
+            subtract, k.left_shift, k.a_zp, k.a_mult, k.a_shift, k.b_zp, k.b_mult, k.b_shift,
+            k.out_mult, k.out_shift, k.out_zp, k.act_min, k.act_max) + ")"
     return expr
 
 
-def _mul(k: Any) -> str:
-    return "edgenn_mul_q(a, b, " + args(0, 0, k.m, k.sh, 0, k.lo, k.hi) + ")"
+def _mul(k: BinaryParams) -> str:
+    return "edgenn_mul_q(a, b, " + args(0, 0, k.mult, k.shift, 0, k.act_min, k.act_max) + ")"
 
 
-def _div(k: Any) -> str:
-    return "edgenn_div_q(a, b, " + args(k.zp_a, k.zp_b, k.m, k.sh, k.zp_out, k.lo, k.hi) + ")"
+def _div(k: BinaryParams) -> str:
+    return "edgenn_div_q(a, b, " + args(k.a_zp, k.b_zp, k.mult, k.shift, k.out_zp, k.act_min,
+                                        k.act_max) + ")"
 
 
-def _sqdiff(k: Any) -> str:
+def _sqdiff(k: BinaryParams) -> str:
     return "edgenn_sqdiff_q(a, b, " + args(
-        k.left_shift, k.zp_a, k.m_a, k.sh_a, k.zp_b, k.m_b, k.sh_b, k.m_out, k.sh_out,
-        k.zp_out, k.lo, k.hi) + ")"
+        k.left_shift, k.a_zp, k.a_mult, k.a_shift, k.b_zp, k.b_mult, k.b_shift, k.out_mult,
+        k.out_shift, k.out_zp, k.act_min, k.act_max) + ")"
 
 
-def _prelu(k: Any) -> str:
+def _prelu(k: BinaryParams) -> str:
     return "edgenn_prelu_q(a, b, " + args(
-        k.zp_in, k.zp_alpha, k.m_pos, k.sh_pos, k.m_neg, k.sh_neg, k.zp_out, k.lo, k.hi) + ")"
+        k.a_zp, k.b_zp, k.a_mult, k.a_shift, k.mult, k.shift, k.out_zp, k.act_min,
+        k.act_max) + ")"
 
 
-def _max(k: Any) -> str:
+def _max(k: BinaryParams) -> str:
     return "edgenn_max_q(a, b)"
 
 
-def _min(k: Any) -> str:
+def _min(k: BinaryParams) -> str:
     return "edgenn_min_q(a, b)"
 
 

@@ -5,25 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
-from edgenn.arith.fixed_point import wrap_int32
+from edgenn.arith.fixed_point import int32_array as i32  # noqa: F401  (kernels import it here)
 from edgenn.backends.c_literals import C_TYPE, c_double, c_float  # noqa: F401  (kernels import them here)
 from edgenn.backends.cortexm.kernel import CArray
-from edgenn.backends.ref.layer import Layer, layer_class
 from edgenn.errors import UnsupportedOperatorError
-from edgenn.ir import DType, Graph, Node, Tensor
-
-
-def ref_layer(node: Node, graph: Graph) -> Any:
-    """The reference runtime's layer for ``node``, built once.
-
-    why: its ``build`` computes every quantization constant (multipliers, shifts, clamp
-    ranges, lookup tables) exactly as TFLite Micro does; the C kernels take those numbers
-    as they are, so the generated code is bit-exact with the reference by construction.
-    """
-    layer: Layer = layer_class(node, graph)(node, graph)
-    return layer
+from edgenn.ir import DType, Graph, Node
 
 
 def is_int8(node: Node, graph: Graph) -> bool:
@@ -42,21 +28,6 @@ def is_int16(node: Node, graph: Graph) -> bool:
         return False
     return (graph.tensor(node.inputs[0]).dtype is DType.INT16
             and graph.tensor(node.outputs[0]).dtype is DType.INT16)
-
-
-def i32(values: Any) -> np.ndarray:
-    """int64 values as int32 with C's wrap-around (bias sums folded at generation time)."""
-    return np.asarray(wrap_int32(np.asarray(values, dtype=np.int64)), dtype=np.int32)
-
-
-def int8_weights(node: Node, w: Tensor) -> np.ndarray:
-    """Weights minus their zero points as int8 (zero for TFLite's int8 weights)."""
-    assert w.data is not None and w.quant is not None
-    zp = w.quant.zero_point.reshape((-1,) + (1,) * (w.data.ndim - 1))
-    v = w.data.astype(np.int64) - zp
-    if v.min(initial=0) < -128 or v.max(initial=0) > 127:
-        raise UnsupportedOperatorError(f"{node}: weight zero points push weights out of int8")
-    return v.astype(np.int8)
 
 
 def args(*values: Any) -> str:

@@ -5,9 +5,10 @@ Each layer gets a C function generated for its shapes with the broadcasting loop
 binary kernels (``binary.broadcast_loops``). Bool tensors are bytes holding 0 or 1 (C++'s
 ``bool``, as TFLite stores them). int8 comparisons rescale each operand as TFLM's
 ``ComparisonWithScaling``: ``(q - zp) * 256`` through ``edgenn_mbqm`` with the multiplier of
-its own scale (the reference layer's constants), so firmware and reference agree by
-construction. Cast is C's conversion, float to int8 / int16 saturated first (the reference's
-rule for values C leaves undefined; float to int32 saturates in ``vcvt`` itself).
+its own scale (the record of ``edgenn.prepared.compare``, the reference layer's too), so
+firmware and reference agree by construction. Cast is C's conversion, float to int8 / int16
+saturated first (the reference's rule for values C leaves undefined; float to int32
+saturates in ``vcvt`` itself).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import numpy as np
 from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.binary import elementwise_call
-from edgenn.backends.cortexm.kernels.common import PortableKernel, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.compare import prepare_compare
 
 F32, I8, I16, I32, BOOL = DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.BOOL
 WHERE_TYPES = (F32, I8, I16, I32, BOOL)  # the element types Where selects between
@@ -49,11 +51,11 @@ def _compare_match(node: Node, graph: Graph) -> bool:
 
 
 def _compare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    scaled = prepare_compare(node, graph).scaled
     sym = COMPARE[node.op]
     ctype = C_TYPE[graph.tensor(node.inputs[0]).dtype]
-    if layer.scaled:
-        (za, ma, sa), (zb, mb, sb) = layer.scaled
+    if scaled:
+        (za, ma, sa), (zb, mb, sb) = ((r.zp, r.mult, r.shift) for r in scaled)
         body = (f"    const int32_t sa = edgenn_mbqm((a - ({za})) * 256, {ma}, {sa});\n"
                 f"    const int32_t sb = edgenn_mbqm((b - ({zb})) * 256, {mb}, {sb});\n"
                 f"    return (uint8_t)(sa {sym} sb);\n")

@@ -1,5 +1,6 @@
 """Portable kernels of TFLite's 16x8 scheme: int16 Conv2D (general and depthwise) and
-FullyConnected, bit-exact with the reference layers of ``ref/kernels/conv_s16.py``.
+FullyConnected, bit-exact with the reference layers of ``ref/kernels/conv_s16.py`` (both take
+the records of ``edgenn.prepared.conv`` / ``.fully_connected``).
 
 The C (``c/edgenn_conv_s16*.c``, shared MACs in ``edgenn_conv_s16_mac.h``) multiplies int16
 inputs by int8 weights two at a time: SMLAD (SMLALD for int64 sums) in the convolution and
@@ -21,15 +22,17 @@ pair up within one sum). Generation-time work:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from edgenn.arith.fixed_point_s16 import reduced_multiplier
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
-from edgenn.backends.ref.kernels.fixed_point_s16 import S16Requant, reduced_multiplier
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
+from edgenn.prepared.conv import ConvGeometry, prepare_conv_s16
+from edgenn.prepared.fully_connected import prepare_fully_connected_s16
+from edgenn.prepared.s16 import S16Requant
 
 NARROW, WIDE32, WIDE64 = 0, 1, 2  # EDGENN_S16_* of edgenn_conv_s16_mac.h
 INT32_MAX = 2**31 - 1
@@ -104,58 +107,56 @@ def epilogue(requant: S16Requant, w_int: np.ndarray) -> Epilogue:
     return Epilogue(mode, arrays, int64_array("bias", bias))
 
 
-def window_args(layer: Any, node: Node, graph: Graph) -> str:
-    """in_h .. pad_l of a windowed kernel, from the reference layer's geometry."""
-    _, in_h, in_w, in_c = graph.tensor(node.inputs[0]).shape
-    return args(in_h, in_w, in_c, layer.oh, layer.ow, layer.co, layer.kh, layer.kw,
-                *layer.strides, *layer.dilations, layer.pads[0], layer.pads[1])
+def window_args(g: ConvGeometry) -> str:
+    """in_h .. pad_l of a windowed kernel."""
+    return g.shape_args()
 
 
 def _conv(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    ep = epilogue(layer.requant, layer.w_int)
-    w = pair_order(layer.w_int.astype(np.int8))
+    p = prepare_conv_s16(node, graph)
+    ep = epilogue(p.requant, p.w)
+    w = pair_order(p.w.astype(np.int8))
     call = (f"edgenn_conv_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(layer, node, graph)}, "
-            f"{args(layer.groups, layer.requant.lo, layer.requant.hi, ep.mode)});")
+            f"{{scratch}}, {window_args(p)}, "
+            f"{args(p.groups, p.requant.act_min, p.requant.act_max, ep.mode)});")
     return KernelCall(
         call=call, sources=("edgenn_conv_s16.c",), arrays=(CArray("w", "int8_t", w), *ep.arrays),
-        scratch_bytes=12 * layer.kh * layer.kw, kernel_name="edgenn_conv_s16",
-        comment=f"16x8 conv {layer.kh}x{layer.kw}, groups {layer.groups}, {ep.mode_name} sums",
+        scratch_bytes=12 * p.k_h * p.k_w, kernel_name="edgenn_conv_s16",
+        comment=f"16x8 conv {p.k_h}x{p.k_w}, groups {p.groups}, {ep.mode_name} sums",
         code=ep.code,
     )
 
 
 def _dwconv(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    ep = epilogue(layer.requant, layer.w_int)
+    p = prepare_conv_s16(node, graph)
+    ep = epilogue(p.requant, p.w)
     # [Cout, KH, KW, 1] -> [KH, KW, Cout]: channels contiguous per tap; quads for multiplier 1
-    w = np.ascontiguousarray(layer.w_int[..., 0].transpose(1, 2, 0).astype(np.int8))
-    if layer.co == layer.ci:
+    w = np.ascontiguousarray(p.w[..., 0].transpose(1, 2, 0).astype(np.int8))
+    if p.out_c == p.in_c:
         w = pair_order(w)
     call = (f"edgenn_dwconv_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(layer, node, graph)}, "
-            f"{args(layer.requant.lo, layer.requant.hi, ep.mode)});")
+            f"{{scratch}}, {window_args(p)}, "
+            f"{args(p.requant.act_min, p.requant.act_max, ep.mode)});")
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_dw.c",),
-        arrays=(CArray("w", "int8_t", w), *ep.arrays), scratch_bytes=8 * layer.co,
+        arrays=(CArray("w", "int8_t", w), *ep.arrays), scratch_bytes=8 * p.out_c,
         kernel_name="edgenn_dwconv_s16",
-        comment=f"16x8 depthwise {layer.kh}x{layer.kw}, multiplier {layer.co // layer.ci}, "
+        comment=f"16x8 depthwise {p.k_h}x{p.k_w}, multiplier {p.out_c // p.in_c}, "
                 f"{ep.mode_name} sums",
         code=ep.code,
     )
 
 
 def _fc(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    ep = epilogue(layer.requant, layer.w_int)
-    co, depth = layer.w_int.shape
+    p = prepare_fully_connected_s16(node, graph)
+    ep = epilogue(p.requant, p.w)
+    co, depth = p.w.shape
     batch = graph.tensor(node.inputs[0]).shape[0]
     call = (f"edgenn_fc_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{args(batch, depth, co, layer.requant.lo, layer.requant.hi, ep.mode)});")
+            f"{args(batch, depth, co, p.requant.act_min, p.requant.act_max, ep.mode)});")
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_fc.c",),
-        arrays=(CArray("w", "int8_t", pair_order(layer.w_int.astype(np.int8))), *ep.arrays),
+        arrays=(CArray("w", "int8_t", pair_order(p.w.astype(np.int8))), *ep.arrays),
         kernel_name="edgenn_fc_s16", comment=f"16x8 dense {depth} -> {co}, {ep.mode_name} sums",
         code=ep.code,
     )

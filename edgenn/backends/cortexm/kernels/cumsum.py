@@ -1,19 +1,20 @@
-"""Portable int8 CumSum along any axis (exclusive / reverse), with the reference layer's
-constants (``backends/ref/kernels/cumsum.py``)."""
+"""Portable int8 CumSum along any axis (exclusive / reverse), with the constants of its record
+(``edgenn.prepared.cumsum``, the reference layer's too)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8
 from edgenn.ir import Graph, Node
+from edgenn.prepared.cumsum import prepare_cumsum
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_cumsum(node, graph)
     shape = layer.shape
-    axis = int(node.attr("axis")) % len(shape)
+    axis = layer.axis
     outer = int(np.prod(shape[:axis], dtype=np.int64))
     inner = int(np.prod(shape[axis + 1:], dtype=np.int64))
     values = (outer, shape[axis], inner, int(layer.exclusive), int(layer.reverse),

@@ -19,7 +19,6 @@ from edgenn.backends.cortexm.kernels.common import (
     const_operand,
     dense_strides,
     padded,
-    ref_layer,
 )
 from edgenn.backends.cortexm.kernels.movement import (
     SOURCES,
@@ -31,6 +30,7 @@ from edgenn.backends.cortexm.kernels.movement import (
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.movement import move_requant, prepare_concat, prepare_pad
 
 RANK = 6
 MOVE = ("edgenn_move.c", "edgenn_unary_s8.c")
@@ -43,32 +43,32 @@ def _rank_ok(node: Node, shape: tuple[int, ...]) -> None:
 
 
 def _reshape(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    requant = move_requant(node, graph)
     x = graph.tensor(node.inputs[0])
     # why copy_blocks: it returns at once when the planner aliased output and input.
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     call = f"edgenn_copy_blocks({src}, {{out0}}, 1, {x.nbytes}, {x.nbytes});"
-    call += requant_tail(layer, "{out0}", x.size)
+    call += requant_tail(requant, "{out0}", x.size)
     return KernelCall(call, MOVE, tuple(arrays), kernel_name="reshape")
 
 
 def _transpose(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    perm = [int(p) for p in node.attr("perm")]
     x = graph.tensor(node.inputs[0])
     _rank_ok(node, x.shape)
     out = graph.tensor(node.outputs[0]).shape
     strides = dense_strides(x.shape)
-    copy = StridedCopy.gathering(out, [strides[p] for p in layer.perm])
+    copy = StridedCopy.gathering(out, [strides[p] for p in perm])
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     call = (copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays)
-            + requant_tail(layer, "{out0}", x.size))
+            + requant_tail(move_requant(node, graph), "{out0}", x.size))
     return KernelCall(call, MOVE + SOURCES, tuple(arrays), kernel_name="edgenn_transpose")
 
 
 def _pad(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_pad(node, graph)
     x = graph.tensor(node.inputs[0])
     _rank_ok(node, x.shape)
     y = graph.tensor(node.outputs[0])
@@ -83,12 +83,13 @@ def _pad(node: Node, graph: Graph) -> KernelCall:
                CArray("before", "int32_t", padded(before, RANK, 0)),
                CArray("out_strides", "int32_t", padded(dense_strides(y.shape), RANK, 0))]
     call = (f"edgenn_pad({src}, {{out0}}, {{dims}}, {{before}}, {{out_strides}}, "
-            f"{y.size}, {value}u, {x.dtype.itemsize});" + requant_tail(layer, "{out0}", y.size))
+            f"{y.size}, {value}u, {x.dtype.itemsize});"
+            + requant_tail(layer.requant, "{out0}", y.size))
     return KernelCall(call, MOVE, tuple(arrays), kernel_name="edgenn_pad")
 
 
 def _concat(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_concat(node, graph)
     y = graph.tensor(node.outputs[0])
     axis = layer.axis
     outer = int(np.prod(y.shape[:axis], dtype=np.int64))
@@ -109,8 +110,8 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
         else:
             dst = f"((int8_t *){{out0}} + {offset})"
             calls.append(f"edgenn_copy_blocks_requant_s8({src}, {dst}, "
-                         + args(outer, inner, out_inner, r.zp_in, r.multiplier, r.shift,
-                                r.zp_out) + ");")
+                         + args(outer, inner, out_inner, r.in_zp, r.mult, r.shift,
+                                r.out_zp) + ");")
         offset += inner  # elements: the input's slab starts there in every outer row
     return KernelCall("\n    ".join(calls), MOVE + SOURCES, tuple(arrays),
                       kernel_name="edgenn_concat")

@@ -43,18 +43,10 @@ symmetric int8 weights never hold -128).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import (
-    i32,
-    int8_weights,
-    is_int8,
-    ref_layer,
-)
+from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
     quant_records,
@@ -62,6 +54,8 @@ from edgenn.backends.cortexm.kernels.fast_common import (
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
+from edgenn.prepared.fully_connected import FullyConnectedParams, prepare_fully_connected
+from edgenn.prepared.linear import int8_weights
 
 ROWS = 6  # output rows per pass (3 two-row weight words per input pair)
 # input words per loop iteration when the depth is looped (each iteration: a 4-cycle test)
@@ -254,12 +248,12 @@ def _add(a: str, b: str) -> str:
 class _Quant:
     """The requantization of one layer as C text (constants inlined when per tensor)."""
 
-    def __init__(self, layer: Any, w: np.ndarray, bias: np.ndarray, cout: int,
+    def __init__(self, layer: FullyConnectedParams, w: np.ndarray, bias: np.ndarray, cout: int,
                  cpad: int) -> None:
         mult = np.broadcast_to(np.asarray(layer.mult, np.int64), (cout,))
         shift = np.broadcast_to(np.asarray(layer.shift, np.int64), (cout,))
         self.zp = int(layer.out_zp)
-        self.lo, self.hi = int(layer.lo), int(layer.hi)
+        self.lo, self.hi = int(layer.act_min), int(layer.act_max)
         self.mode = fast_requant_mode(w, bias, shift, mult, self.zp, self.lo, self.hi)
         rec = quant_records(bias, mult, shift, self.zp, self.mode, pad_to=1, double_bias=False)
         self.per_tensor = bool(np.all(mult == mult[0]) and np.all(shift == shift[0]))
@@ -372,13 +366,13 @@ def _stream_code(rows: int, pairs: int, chunk: int, depth: int, cout: int,
 
 def dense_plan(node: Node, graph: Graph) -> tuple[tuple[CArray, ...], str, int, int, int]:
     """(arrays, generated C, batch, depth, scratch bytes) of one layer."""
-    layer = ref_layer(node, graph)
-    w = int8_weights(node, graph.tensor(node.inputs[1]))
+    layer = prepare_fully_connected(node, graph)
+    w = layer.w
     cout, depth = w.shape
     batch = graph.tensor(node.inputs[0]).size // depth
     pairs = dense_pairs(depth)
     cpad = cout + (cout & 1)
-    bias = fold_input_zero_point(np.asarray(layer.bias_int, np.int64), w, layer.in_zp)
+    bias = layer.bias_folded.astype(np.int64)
     quant = _Quant(layer, w, bias, cout, cpad)
     bias_pad = np.zeros(cpad, np.int64)
     bias_pad[:cout] = 2 * bias if quant.mode else bias  # fast: doubled (|2 acc| < 2^31)
@@ -440,7 +434,7 @@ class DenseFullyConnected:
         if wt.data.dtype != np.int8 or graph.tensor(node.inputs[0]).size % wt.shape[1]:
             return False
         try:
-            w = int8_weights(node, wt)
+            w = int8_weights(node, graph)
         except UnsupportedOperatorError:
             return False
         return packable(w)

@@ -10,10 +10,10 @@ from edgenn.backends.cortexm.kernels.common import (
     dense_strides,
     is_int8,
     padded,
-    ref_layer,
 )
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
+from edgenn.prepared.binary import prepare_binary
 
 RANK = 4
 
@@ -43,19 +43,19 @@ def _geometry(node: Node, graph: Graph) -> tuple[list[CArray], str, str]:
 
 
 def _add(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    p = prepare_binary(node, graph)
     arrays, a, b = _geometry(node, graph)
     call = (f"edgenn_add_s8({a}, {b}, {{out0}}, {{dims}}, {{a_strides}}, {{b_strides}}, "
-            + args(layer.zp_a, layer.m_a, layer.sh_a, layer.zp_b, layer.m_b, layer.sh_b,
-                   layer.m_out, layer.sh_out, layer.zp_out, layer.lo, layer.hi) + ");")
+            + args(p.a_zp, p.a_mult, p.a_shift, p.b_zp, p.b_mult, p.b_shift,
+                   p.out_mult, p.out_shift, p.out_zp, p.act_min, p.act_max) + ");")
     return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_add_s8")
 
 
 def _mul(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    p = prepare_binary(node, graph)
     arrays, a, b = _geometry(node, graph)
     call = (f"edgenn_mul_s8({a}, {b}, {{out0}}, {{dims}}, {{a_strides}}, {{b_strides}}, "
-            + args(layer.zp_a, layer.zp_b, layer.m, layer.sh, layer.zp_out, layer.lo, layer.hi)
+            + args(p.a_zp, p.b_zp, p.mult, p.shift, p.out_zp, p.act_min, p.act_max)
             + ");")
     return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_mul_s8")
 

@@ -38,10 +38,11 @@ import numpy as np
 
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, padded, ref_layer
+from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, padded
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.elementwise import ADD_LEFT_SHIFT
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.binary import ADD_LEFT_SHIFT, BinaryParams, prepare_binary
+from edgenn.prepared.binary_eval import binary_int
 
 INT32_LIMIT = 2**31
 # the 256 int8 values in table order: index u holds the value whose byte reads u as uint8
@@ -101,13 +102,9 @@ def _scalar_value(node: Node, graph: Graph, index: int) -> int | None:
 
 
 # -- exhaustive reference and the Add plans ------------------------------------------------------
-def _reference_grid(layer: Any) -> np.ndarray:
+def _reference_grid(layer: BinaryParams) -> np.ndarray:
     """int64 [256, 256]: the reference output for a = VALUES[i], b = VALUES[j]."""
-    a = VALUES[:, None] - layer.zp_a
-    b = VALUES[None, :] - layer.zp_b
-    raw = np.asarray(layer.int8_op(np.broadcast_to(a, (256, 256)),
-                                   np.broadcast_to(b, (256, 256))), np.int64)
-    return np.clip(raw + layer.zp_out, layer.lo, layer.hi)
+    return binary_int(layer, VALUES[:, None], VALUES[None, :])
 
 
 def _rescaled(values: np.ndarray, zp: int, mult: int, shift: int) -> np.ndarray:
@@ -160,7 +157,8 @@ def separable_tables(want: np.ndarray, k: int, lo: int, hi: int
 _PLANS: dict[tuple[int, ...], tuple[int, dict[str, Any]]] = {}
 
 
-def _add_plan(layer: Any, params: tuple[int, ...], max_mode: int) -> tuple[int, dict[str, Any]]:
+def _add_plan(layer: BinaryParams, params: tuple[int, ...],
+              max_mode: int) -> tuple[int, dict[str, Any]]:
     zp_a, m_a, sh_a, zp_b, m_b, sh_b, m_out, sh_out, zp_out, lo, hi = params
     # the ground truth: the reference layer's own arithmetic on all 65,536 input pairs
     want = _reference_grid(layer)
@@ -213,13 +211,13 @@ def _add_plan(layer: Any, params: tuple[int, ...], max_mode: int) -> tuple[int, 
     return -1, {}
 
 
-def _add_params(layer: Any) -> tuple[int, ...]:
-    return tuple(int(v) for v in (layer.zp_a, layer.m_a, layer.sh_a, layer.zp_b, layer.m_b,
-                                  layer.sh_b, layer.m_out, layer.sh_out, layer.zp_out,
-                                  layer.lo, layer.hi))
+def _add_params(layer: BinaryParams) -> tuple[int, ...]:
+    return tuple(int(v) for v in (layer.a_zp, layer.a_mult, layer.a_shift, layer.b_zp, layer.b_mult,
+                                  layer.b_shift, layer.out_mult, layer.out_shift, layer.out_zp,
+                                  layer.act_min, layer.act_max))
 
 
-def add_plan(layer: Any, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
+def add_plan(layer: BinaryParams, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
     """(mode, tables and constants) for an Add layer; mode -1 when nothing was proven.
 
     ``max_mode`` limits the forms tried (tests use it to exercise the slower forms).
@@ -231,13 +229,13 @@ def add_plan(layer: Any, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
     return _PLANS[key]
 
 
-def _mul_plan(layer: Any, max_mode: int) -> tuple[int, dict[str, Any]]:
+def _mul_plan(layer: BinaryParams, max_mode: int) -> tuple[int, dict[str, Any]]:
     want = _reference_grid(layer)
-    m, sh, zp_out, lo, hi = (int(layer.m), int(layer.sh), int(layer.zp_out), int(layer.lo),
-                             int(layer.hi))
+    m, sh, zp_out, lo, hi = (int(layer.mult), int(layer.shift), int(layer.out_zp),
+                             int(layer.act_min), int(layer.act_max))
     left, r = max(sh, 0), max(-sh, 0)
-    da = VALUES - layer.zp_a
-    db = VALUES - layer.zp_b
+    da = VALUES - layer.a_zp
+    db = VALUES - layer.b_zp
     # mode 2 (see ews_mul_one in edgenn_eltwise_s8_dsp.h): SMMLAR(p << (left + 1), m, c) - (p < 0),
     # then >> r; the mirror below is checked against the reference on every input pair
     if max_mode >= 2 and m > 0 and r >= 1 and 65280 << (left + 1) < INT32_LIMIT:
@@ -249,7 +247,7 @@ def _mul_plan(layer: Any, max_mode: int) -> tuple[int, dict[str, Any]]:
             return 2, {"ta": da << (left + 1), "tb": db, "m": m, "c": cc, "k": r}
     # mode 1: SRDHM(p << left, m) = SMMULR(p << (left + 1), m) while |p| << (left + 1) < 2^31
     if max_mode >= 1 and r >= 1 and 65280 << (left + 1) < INT32_LIMIT:
-        p = (VALUES[:, None] - layer.zp_a) * (VALUES[None, :] - layer.zp_b)
+        p = (VALUES[:, None] - layer.a_zp) * (VALUES[None, :] - layer.b_zp)
         high = ((p << (left + 1)) * m + (1 << 31)) >> 32
         half = (1 << (r - 1)) + (zp_out << r)
         if abs(half) < 2**30 and np.array_equal(
@@ -258,10 +256,10 @@ def _mul_plan(layer: Any, max_mode: int) -> tuple[int, dict[str, Any]]:
     return 0, {}
 
 
-def mul_plan(layer: Any, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
+def mul_plan(layer: BinaryParams, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
     """(mode, tables and constants) for a Mul layer (mode 0: the exact generic loop)."""
-    key = ("Mul", int(layer.zp_a), int(layer.zp_b), int(layer.m), int(layer.sh),
-           int(layer.zp_out), int(layer.lo), int(layer.hi), max_mode)
+    key = ("Mul", int(layer.a_zp), int(layer.b_zp), int(layer.mult), int(layer.shift),
+           int(layer.out_zp), int(layer.act_min), int(layer.act_max), max_mode)
     if key not in _MUL_PLANS:
         _MUL_PLANS[key] = _mul_plan(layer, max_mode)
     return _MUL_PLANS[key]
@@ -270,33 +268,31 @@ def mul_plan(layer: Any, max_mode: int = 2) -> tuple[int, dict[str, Any]]:
 _MUL_PLANS: dict[tuple[object, ...], tuple[int, dict[str, Any]]] = {}
 
 
-def _mode2_call(mul: int, layer: Any, arrays: list[CArray], ta: np.ndarray, tb: np.ndarray,
+def _mode2_call(mul: int, layer: BinaryParams, arrays: list[CArray], ta: np.ndarray, tb: np.ndarray,
                 mc: tuple[int, int], k: int, pa: str, pb: str, n: int, period: int, name: str,
                 comment: str) -> KernelCall:
     """The per-layer function of mode 2 (Add: mul = 0, Mul: mul = 1) and its call."""
-    act = int(layer.lo > -128 or layer.hi < 127)
+    act = int(layer.act_min > -128 or layer.act_max < 127)
     if act:  # lo and hi in every byte, after the a-table (see edgenn_eltwise_s8_dsp.h)
-        ta = np.concatenate([ta, [0x01010101 * (layer.lo & 0xFF),
-                                  0x01010101 * (layer.hi & 0xFF)]])
+        ta = np.concatenate([ta, [0x01010101 * (int(layer.act_min) & 0xFF),
+                                  0x01010101 * (int(layer.act_max) & 0xFF)]])
     arrays = [*arrays, CArray("ta", "int32_t", i32(ta)), CArray("tb", "int32_t", i32(tb))]
     code = (
         "static void @P@_bin(const int8_t *a, const int8_t *b, int8_t *o)\n{\n"
         f"    for (int32_t i = 0; i < {n}; i += {period}) {{\n"
         f"        EWS_BIN2_BODY({mul}, a + i, b, o + i, {period}, @P@_ta, @P@_tb, {mc[0]}, "
         f"{mc[1]}, {k}, "
-        f"{act}, {layer.lo}, {layer.hi});\n"
+        f"{act}, {layer.act_min}, {layer.act_max});\n"
         "    }\n}\n")
     return KernelCall(f"{{prefix}}_bin({pa}, {pb}, {{out0}});", ("edgenn_eltwise_s8_dsp.h",),
                       tuple(arrays), kernel_name=name, comment=comment, code=code)
 
 
-def scalar_lut(layer: Any, scalar_index: int, value: int) -> np.ndarray:
+def scalar_lut(layer: BinaryParams, scalar_index: int, value: int) -> np.ndarray:
     """int8 [256]: the reference output for each byte of the other input (as uint8 index)."""
-    other = VALUES - (layer.zp_b if scalar_index == 0 else layer.zp_a)
-    fixed = np.full(256, value, np.int64) - (layer.zp_a if scalar_index == 0 else layer.zp_b)
-    a, b = (fixed, other) if scalar_index == 0 else (other, fixed)
-    raw = np.asarray(layer.int8_op(a, b), np.int64)
-    return np.clip(raw + layer.zp_out, layer.lo, layer.hi).astype(np.int8)
+    fixed = np.full(256, value, np.int64)
+    a, b = (fixed, VALUES) if scalar_index == 0 else (VALUES, fixed)
+    return binary_int(layer, a, b).astype(np.int8)
 
 
 # -- the kernel ---------------------------------------------------------------------------------
@@ -329,11 +325,11 @@ class EltwiseSimd:
             # a computed single value would need the table built at run time
             return _scalar_value(node, graph, 0 if kind == "scalar_a" else 1) is not None
         if self.op == "Add":
-            return add_plan(ref_layer(node, graph))[0] >= 0
+            return add_plan(prepare_binary(node, graph))[0] >= 0
         return True  # Mul: mode 0 is TFLite's arithmetic itself
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
+        layer = prepare_binary(node, graph)
         kind, size = _layout(node, graph)  # type: ignore[misc]
         n = graph.tensor(node.outputs[0]).size
         arrays: list[CArray] = []
@@ -367,19 +363,20 @@ class EltwiseSimd:
         if mode == 1:
             call = (f"edgenn_add_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, "
                     "{tb}, "
-                    + args(plan["mult"], plan["rshift"], plan["half"], layer.lo, layer.hi)
+                    + args(plan["mult"], plan["rshift"], plan["half"], layer.act_min, layer.act_max)
                     + ");")
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
                               kernel_name="edgenn_add_s8_dsp_smmulr", comment=comment)
         call = (f"edgenn_add_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, {{tb}}, "
-                + args(layer.m_out, layer.sh_out, layer.zp_out, layer.lo, layer.hi) + ");")
+                + args(layer.out_mult, layer.out_shift, layer.out_zp, layer.act_min,
+                       layer.act_max) + ");")
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
                           kernel_name="edgenn_add_s8_dsp",
                           comment=comment)
 
-    def _mul(self, layer: Any, arrays: list[CArray], pa: str, pb: str, n: int, period: int,
+    def _mul(self, layer: BinaryParams, arrays: list[CArray], pa: str, pb: str, n: int, period: int,
              swap: bool) -> KernelCall:
-        za, zb = (layer.zp_b, layer.zp_a) if swap else (layer.zp_a, layer.zp_b)
+        za, zb = (layer.b_zp, layer.a_zp) if swap else (layer.a_zp, layer.b_zp)
         mode, plan = mul_plan(layer)
         comment = f"Mul of {n} elements (period {period}), mode {mode}"
         if mode == 2:
@@ -390,11 +387,12 @@ class EltwiseSimd:
         if mode == 1:
             call = (f"edgenn_mul_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, "
                     + args(za, zb, plan["left1"], plan["mult"], plan["rshift"], plan["half"],
-                           layer.lo, layer.hi) + ");")
+                           layer.act_min, layer.act_max) + ");")
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
                               kernel_name="edgenn_mul_s8_dsp_smmulr", comment=comment)
         call = (f"edgenn_mul_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, "
-                + args(za, zb, layer.m, layer.sh, layer.zp_out, layer.lo, layer.hi) + ");")
+                + args(za, zb, layer.mult, layer.shift, layer.out_zp, layer.act_min,
+                       layer.act_max) + ");")
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
                           kernel_name="edgenn_mul_s8_dsp",
                           comment=comment)

@@ -10,18 +10,18 @@ in the portable kernel.
 from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.common import args, is_int8
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
+from edgenn.prepared.pooling import prepare_pool
 
 
 def maxpool_args(node: Node, graph: Graph) -> list[int]:
     """Integer arguments of edgenn_maxpool_s8_dsp after (in, out)."""
-    layer = ref_layer(node, graph)
-    _, h, w, c = graph.tensor(node.inputs[0]).shape
-    return [h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides, layer.pads[0],
-            layer.pads[1], layer.lo, layer.hi]
+    p = prepare_pool(node, graph)
+    return [p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.k_h, p.k_w, p.stride_h, p.stride_w,
+            p.pad_t, p.pad_l, int(p.act_min), int(p.act_max)]
 
 
 class FastMaxPool:
@@ -37,14 +37,14 @@ class FastMaxPool:
         return graph.tensor(node.inputs[0]).shape[3] % 4 == 0
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        _, h, w, c = graph.tensor(node.inputs[0]).shape
-        n = layer.oh * layer.ow * c
+        p = prepare_pool(node, graph)
+        h, w, c = p.in_h, p.in_w, p.in_c
+        n = p.out_h * p.out_w * c
         call = (f"edgenn_maxpool_s8_dsp({{in0}}, {{out0}}, {args(*maxpool_args(node, graph))});"
-                + requant_tail(layer, "{out0}", n))
+                + requant_tail(p.requant, "{out0}", n))
         return KernelCall(call, ("edgenn_maxpool_s8_dsp.c", "edgenn_unary_s8.c"),
                           kernel_name=self.name,
-                          comment=f"{h}x{w}x{c} -> {layer.oh}x{layer.ow}x{c}, SIMD max x4")
+                          comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x4")
 
 
 register_kernel(FastMaxPool())

@@ -11,9 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
+from edgenn.prepared.conv import FloatConvParams, prepare_float_conv
+from edgenn.prepared.fully_connected import (
+    FloatFullyConnectedParams,
+    prepare_float_fully_connected,
+)
 
 SRC = ("edgenn_conv_f32.c",)
 F32 = (DType.FLOAT32,)
@@ -29,27 +34,18 @@ def _float_weights(node: Node, graph: Graph) -> bool:
             and all(graph.tensor(n).is_const for n in consts))
 
 
-def _bias(layer: object, arrays: list[CArray]) -> str:
-    bias = getattr(layer, "bias_f", None)
+def _bias(layer: FloatConvParams | FloatFullyConnectedParams, arrays: list[CArray]) -> str:
+    bias = layer.bias
     if bias is None:
         return "NULL"
     arrays.append(CArray("bias", "float", bias))
     return "{bias}"
 
 
-def _clamp_args(layer: object) -> str:
+def _clamp_args(layer: FloatConvParams | FloatFullyConnectedParams) -> str:
     # the reference layer's bounds: +-FLT_MAX without an activation in a TFLite model, +-inf
     # (a clamp that passes every value, NaN included) in an ONNX one
-    lo, hi = layer.flo, layer.fhi  # type: ignore[attr-defined]
-    return f"{c_float(lo)}, {c_float(hi)}"
-
-
-def _geometry(node: Node, graph: Graph, layer: object) -> str:
-    _, in_h, in_w, in_c = graph.tensor(node.inputs[0]).shape
-    _, out_h, out_w, out_c = graph.tensor(node.outputs[0]).shape
-    k = layer
-    return args(in_h, in_w, in_c, out_h, out_w, out_c, k.kh, k.kw,  # type: ignore[attr-defined]
-                *k.strides, *k.dilations, k.pads[0], k.pads[1])  # type: ignore[attr-defined]
+    return f"{c_float(layer.act_min)}, {c_float(layer.act_max)}"
 
 
 def _conv_match(node: Node, graph: Graph) -> bool:
@@ -57,14 +53,13 @@ def _conv_match(node: Node, graph: Graph) -> bool:
 
 
 def _conv(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    w = np.asarray(graph.tensor(node.inputs[1]).data, np.float32)  # [Cout, KH, KW, Cin/g]
-    arrays = [CArray("w", "float", w)]
+    layer = prepare_float_conv(node, graph)
+    arrays = [CArray("w", "float", layer.w)]  # [Cout, KH, KW, Cin/g]
     bias = _bias(layer, arrays)
     call = (f"edgenn_conv_f32({{in0}}, {{out0}}, {{w}}, {bias}, "
-            f"{_geometry(node, graph, layer)}, {layer.groups}, {_clamp_args(layer)});")
+            f"{layer.shape_args()}, {layer.groups}, {_clamp_args(layer)});")
     return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_conv_f32",
-                      comment=f"Conv2D float32 {layer.kh}x{layer.kw}, {layer.groups} group(s)")
+                      comment=f"Conv2D float32 {layer.k_h}x{layer.k_w}, {layer.groups} group(s)")
 
 
 def _dw_match(node: Node, graph: Graph) -> bool:
@@ -72,19 +67,19 @@ def _dw_match(node: Node, graph: Graph) -> bool:
 
 
 def _dwconv(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    w = np.asarray(graph.tensor(node.inputs[1]).data, np.float32)  # [Cout, KH, KW, 1]
+    layer = prepare_float_conv(node, graph)
+    w = layer.w  # [Cout, KH, KW, 1]
     arrays = [CArray("w", "float", np.ascontiguousarray(w[..., 0].transpose(1, 2, 0)))]
     bias = _bias(layer, arrays)
     call = (f"edgenn_dwconv_f32({{in0}}, {{out0}}, {{w}}, {bias}, "
-            f"{_geometry(node, graph, layer)}, {_clamp_args(layer)});")
+            f"{layer.shape_args()}, {_clamp_args(layer)});")
     return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_dwconv_f32",
-                      comment=f"depthwise Conv2D float32 {layer.kh}x{layer.kw}")
+                      comment=f"depthwise Conv2D float32 {layer.k_h}x{layer.k_w}")
 
 
 def _fc(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    w = np.asarray(graph.tensor(node.inputs[1]).data, np.float32)  # [Cout, K]
+    layer = prepare_float_fully_connected(node, graph)
+    w = layer.w  # [Cout, K]
     co, depth = w.shape
     rows = graph.tensor(node.inputs[0]).size // depth
     arrays = [CArray("w", "float", w)]

@@ -13,14 +13,16 @@ as the reference layer does (bounded by +-FLT_MAX in a TFLite model, as TFLite M
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.binary import elementwise_call
-from edgenn.backends.cortexm.kernels.common import PortableKernel, c_float, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, c_float
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.binary import BinaryParams, prepare_binary
+from edgenn.prepared.clamp import prepare_clamp
+from edgenn.prepared.unary_math import prepare_unary_math
 
 HEADER = ("edgenn_math_f32.h",)
 F32 = (DType.FLOAT32,)
@@ -47,32 +49,40 @@ def _clamp_expr(v: str, lo: float, hi: float) -> str:
 
 
 # -- unary ---------------------------------------------------------------------------------------
-UnaryExpr = Callable[[Any], str]  # the reference layer -> a C expression of ``v``
+UnaryExpr = Callable[[Node, Graph], str]  # the node -> a C expression of ``v``
 
 UNARY: dict[str, UnaryExpr] = {
-    "Relu": lambda k: "(v < 0.0f ? 0.0f : v)",
-    "Relu6": lambda k: "(v > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v))",
-    "Clip": lambda k: _clamp_expr("v", k.flo, k.fhi),
-    "Sigmoid": lambda k: "edgenn_logistic_f32(v)",
-    "Tanh": lambda k: "tanhf(v)",
-    "HardSwish": lambda k: "edgenn_hard_swish_f32(v)",
-    "HardSigmoid": lambda k: _clamp_expr(f"{c_float(k.alpha)} * v + {c_float(k.beta)}", 0.0,
-                                         1.0),
-    "LeakyRelu": lambda k: f"(v > 0.0f ? v : v * {c_float(k.alpha)})",
-    "Abs": lambda k: "fabsf(v)",
-    "Neg": lambda k: "(-v)",
-    "Sqrt": lambda k: "sqrtf(v)",
-    "Rsqrt": lambda k: "(1.0f / sqrtf(v))",
-    "Exp": lambda k: "expf(v)",
-    "Log": lambda k: "logf(v)",
+    "Relu": lambda n, g: "(v < 0.0f ? 0.0f : v)",
+    "Relu6": lambda n, g: "(v > 6.0f ? 6.0f : (v < 0.0f ? 0.0f : v))",
+    "Clip": lambda n, g: _clamp_expr("v", *_bounds(n, g)),
+    "Sigmoid": lambda n, g: "edgenn_logistic_f32(v)",
+    "Tanh": lambda n, g: "tanhf(v)",
+    "HardSwish": lambda n, g: "edgenn_hard_swish_f32(v)",
+    "HardSigmoid": lambda n, g: _hard_sigmoid(prepare_unary_math(n, g).alpha,
+                                              prepare_unary_math(n, g).beta),
+    "LeakyRelu": lambda n, g: f"(v > 0.0f ? v : v * {c_float(prepare_unary_math(n, g).alpha)})",
+    "Abs": lambda n, g: "fabsf(v)",
+    "Neg": lambda n, g: "(-v)",
+    "Sqrt": lambda n, g: "sqrtf(v)",
+    "Rsqrt": lambda n, g: "(1.0f / sqrtf(v))",
+    "Exp": lambda n, g: "expf(v)",
+    "Log": lambda n, g: "logf(v)",
 }
+
+
+def _bounds(node: Node, graph: Graph) -> tuple[float, float]:
+    p = prepare_clamp(node, graph)
+    return float(p.act_min), float(p.act_max)
+
+
+def _hard_sigmoid(alpha: float, beta: float) -> str:
+    return _clamp_expr(f"{c_float(alpha)} * v + {c_float(beta)}", 0.0, 1.0)
 
 
 def _unary(expr: UnaryExpr) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
-        layer = ref_layer(node, graph)
         n = graph.tensor(node.inputs[0]).size
-        code = (f"static inline float @P@_op(float v)\n{{\n    return {expr(layer)};\n}}\n\n"
+        code = (f"static inline float @P@_op(float v)\n{{\n    return {expr(node, graph)};\n}}\n\n"
                 "static void @P@_run(const float *in, float *out)\n{\n"
                 f"    for (int32_t i = 0; i < {n}; i++) {{\n"
                 "        out[i] = @P@_op(in[i]);\n    }\n}\n")
@@ -88,15 +98,15 @@ def _unary_match(node: Node, graph: Graph) -> bool:
 
 
 # -- binary --------------------------------------------------------------------------------------
-BinaryExpr = Callable[[Any], str]  # the reference layer -> a C expression of ``a`` and ``b``
+BinaryExpr = Callable[[BinaryParams], str]  # the record -> a C expression of ``a`` and ``b``
 
 
 def _clamped(body: str) -> BinaryExpr:
     """``body`` clamped to the reference layer's bounds: +-FLT_MAX without an activation in a
     TFLite model (TFLite Micro's ``x + inf`` is FLT_MAX), +-inf in an ONNX one (a clamp that
     passes every value, NaN included)."""
-    def expr(k: Any) -> str:
-        return f"edgenn_clamp_f32({body}, {c_float(k.flo)}, {c_float(k.fhi)})"
+    def expr(k: BinaryParams) -> str:
+        return f"edgenn_clamp_f32({body}, {c_float(k.act_min)}, {c_float(k.act_max)})"
     return expr
 
 
@@ -120,7 +130,7 @@ def _binary_match(node: Node, graph: Graph) -> bool:
 def _binary(expr: BinaryExpr) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
         op_code = (f"static inline float @P@_op(float a, float b)\n{{\n"
-                   f"    return {expr(ref_layer(node, graph))};\n}}\n")
+                   f"    return {expr(prepare_binary(node, graph))};\n}}\n")
         return elementwise_call(node, graph, op_code, HEADER,
                                 f"edgenn_{node.op.lower()}_f32")
     return prepare

@@ -7,10 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
 from edgenn.backends.cortexm.kernels.float_elementwise import all_float
+from edgenn.backends.cortexm.kernels.pooling import pool_geometry
 from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.pooling import prepare_pool
+from edgenn.prepared.reduce import prepare_reduce
+from edgenn.prepared.softmax import softmax_beta
 
 SRC = ("edgenn_pool_f32.c",)
 F32 = (DType.FLOAT32,)
@@ -24,26 +28,23 @@ def _data_in(node: Node, graph: Graph) -> bool:
 
 
 def _pool(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    _, h, w, c = graph.tensor(node.inputs[0]).shape
-    lo, hi = layer.lo, layer.hi  # as the reference layer clamps (``float_conv._clamp_args``)
-    geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
-                    layer.pads[0], layer.pads[1])
+    p = prepare_pool(node, graph)
+    lo, hi = p.act_min, p.act_max  # as the reference layer clamps (``float_conv._clamp_args``)
+    geometry = pool_geometry(p)
     if node.op == "MaxPool2D":
         call = f"edgenn_maxpool_f32({{in0}}, {{out0}}, {geometry}, {c_float(lo)}, {c_float(hi)});"
         return KernelCall(call, SRC, kernel_name="edgenn_maxpool_f32")
-    include = int(bool(node.attr("count_include_pad", False)))
+    include = int(p.count_include_pad)
     call = (f"edgenn_avgpool_f32({{in0}}, {{out0}}, {geometry}, {include}, {c_float(lo)}, "
             f"{c_float(hi)});")
     return KernelCall(call, SRC, kernel_name="edgenn_avgpool_f32")
 
 
 def _softmax(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
     call = (f"edgenn_softmax_f32({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{c_float(layer.beta)});")
+            f"{c_float(softmax_beta(node))});")
     return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
 
 
@@ -55,7 +56,7 @@ def _reduce_match(node: Node, graph: Graph) -> bool:
 
 
 def _reduce(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_reduce(node, graph)
     x = graph.tensor(node.inputs[0])
     out_n = graph.tensor(node.outputs[0]).size
     count = out_n and x.size // out_n

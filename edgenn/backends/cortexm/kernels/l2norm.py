@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8
 from edgenn.ir import Graph, Node
+from edgenn.prepared.l2norm import prepare_l2norm
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)  # checks the output is 1/128, zero point 0
+    layer = prepare_l2norm(node, graph)  # checks the output is 1/128, zero point 0
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
     call = f"edgenn_l2norm_s8({{in0}}, {{out0}}, {args(x.size // depth, depth, layer.in_zp)});"

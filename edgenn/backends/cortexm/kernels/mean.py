@@ -9,16 +9,16 @@ from edgenn.backends.cortexm.kernels.common import (
     dense_strides,
     is_int8,
     padded,
-    ref_layer,
 )
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import Graph, Node
+from edgenn.prepared.reduce import prepare_reduce
 
 RANK = 6
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_reduce(node, graph)
     shape = graph.tensor(node.inputs[0]).shape
     if len(shape) > RANK:
         raise UnsupportedOperatorError(f"{node}: Mean of a {len(shape)}-D tensor on Cortex-M")

@@ -25,10 +25,10 @@ from edgenn.backends.cortexm.kernels.common import (
     args,
     const_operand,
     dense_strides,
-    ref_layer,
 )
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
+from edgenn.ir.opdefs.movement import gather_geometry
 
 RANK = 6  # EDGENN_COPY_RANK
 SOURCES = ("edgenn_movement.c",)
@@ -143,18 +143,18 @@ def _slice(node: Node, graph: Graph) -> KernelCall:
 
 
 def _split(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
     x = graph.tensor(node.inputs[0])
+    axis = int(node.attr("axis")) % len(x.shape)
     dense = dense_strides(x.shape)
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     calls, start = [], 0
     for k, name in enumerate(node.outputs):
         piece = graph.tensor(name).shape
-        copy = StridedCopy.gathering(piece, dense, start * dense[layer.axis])
+        copy = StridedCopy.gathering(piece, dense, start * dense[axis])
         calls.append(copy_statement(node, src, f"{{out{k}}}", copy, x.dtype.itemsize, arrays,
                                     str(k)))
-        start += piece[layer.axis]
+        start += piece[axis]
     return KernelCall("\n    ".join(calls), SOURCES, tuple(arrays),
                       kernel_name="edgenn_strided_copy")
 
@@ -200,9 +200,8 @@ def _gather_matches(node: Node, graph: Graph) -> bool:
 
 
 def _gather(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
     x, idx = graph.tensor(node.inputs[0]), graph.tensor(node.inputs[1])
-    axis, bd = layer.axis, layer.batch_dims
+    axis, bd = gather_geometry(node, x.shape, idx.shape)
     groups = math.prod(x.shape[:bd])
     outer = math.prod(x.shape[bd:axis])
     coords = math.prod(idx.shape[bd:])

@@ -26,11 +26,12 @@ import functools
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, ref_layer
-from edgenn.backends.cortexm.kernels.pooling import requant_tail
+from edgenn.backends.cortexm.kernels.common import args, i32, is_int8
+from edgenn.backends.cortexm.kernels.pooling import pool_geometry, requant_tail
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.pooling import div_round_half_away, in_bounds_counts
 from edgenn.ir import Graph, Node
+from edgenn.prepared.pooling import div_round_half_away, prepare_pool
+from edgenn.prepared.reduce import prepare_reduce
 
 OFFSET = 256  # POOL_SIMD_OFFSET: the bias makes s + OFFSET * n non-negative
 MAX_PASS = 256  # POOL_SIMD_MAX_PASS: taps per pass in 16-bit lanes
@@ -57,11 +58,7 @@ def count_record(n: int) -> tuple[int, int, int, int] | None:
 
 
 def _counts(node: Node, graph: Graph) -> set[int]:
-    layer = ref_layer(node, graph)
-    _, h, w, _ = graph.tensor(node.inputs[0]).shape
-    ch = in_bounds_counts(h, layer.kernel[0], layer.strides[0], layer.pads[0], layer.oh)
-    cw = in_bounds_counts(w, layer.kernel[1], layer.strides[1], layer.pads[1], layer.ow)
-    return {int(a) * int(b) for a in ch for b in cw}
+    return {int(n) for n in np.unique(prepare_pool(node, graph).count)}
 
 
 def avg_records(node: Node, graph: Graph) -> np.ndarray | None:
@@ -93,26 +90,26 @@ class AvgPoolSimd:
         if not core.has_dsp or not is_int8(node, graph):
             return False
         n, _, w, _ = graph.tensor(node.inputs[0]).shape
-        layer = ref_layer(node, graph)
-        if n != 1 or min(layer.kernel[1], w) > MAX_PASS:
+        p = prepare_pool(node, graph)
+        if n != 1 or min(p.k_w, w) > MAX_PASS:
             return False
-        if node.attr("count_include_pad", False) and any(layer.pads):
+        if p.count_include_pad and any(p.pads):
             return False
         return avg_records(node, graph) is not None
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        _, h, w, c = graph.tensor(node.inputs[0]).shape
+        p = prepare_pool(node, graph)
+        h, w, c = p.in_h, p.in_w, p.in_c
         records = avg_records(node, graph)
         assert records is not None
-        tail = requant_tail(layer, "{out0}", layer.oh * layer.ow * c)
-        comment = f"{h}x{w}x{c} -> {layer.oh}x{layer.ow}x{c}, SXTAB16 sums"
-        if layer.oh == layer.ow == 1 and records.shape[0] == 1 and records[0, 0] == h * w \
+        tail = requant_tail(p.requant, "{out0}", p.out_h * p.out_w * c)
+        comment = f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SXTAB16 sums"
+        if p.out_h == p.out_w == 1 and records.shape[0] == 1 and records[0, 0] == h * w \
                 and h * w <= MAX_PASS:
             # global average: one window over every pixel, specialised with constants
             taps, magic, bias, fix = (int(v) for v in records[0])
-            act = int(layer.lo > -128 or layer.hi < 127)
-            final = (f"{{{magic}u, {bias}, {fix}, {act}, {layer.lo}, {layer.hi}, "
+            act = int(p.act_min > -128 or p.act_max < 127)
+            final = (f"{{{magic}u, {bias}, {fix}, {act}, {p.act_min}, {p.act_max}, "
                      "0, 0, 0, 0, 0}")
             code = global_pool_code(c, taps, final)
             return KernelCall("{prefix}_gap({in0}, {out0});" + tail, ("edgenn_avgpool_s8_dsp.h",
@@ -120,10 +117,8 @@ class AvgPoolSimd:
                               kernel_name="edgenn_avgpool_s8_global_dsp",
                               comment=comment + ", global",
                               code=code)
-        geometry = args(h, w, c, layer.oh, layer.ow, *layer.kernel, *layer.strides,
-                        layer.pads[0], layer.pads[1])
-        call = (f"edgenn_avgpool_s8_dsp({{in0}}, {{out0}}, {{scratch}}, {geometry}, {{records}}, "
-                f"{args(layer.lo, layer.hi)});" + tail)
+        call = (f"edgenn_avgpool_s8_dsp({{in0}}, {{out0}}, {{scratch}}, {pool_geometry(p)}, "
+                f"{{records}}, {args(p.act_min, p.act_max)});" + tail)
         return KernelCall(call, ("edgenn_avgpool_s8_dsp.c", "edgenn_unary_s8.c"),
                           (CArray("records", "int32_t", i32(records)),),
                           # the int32 row of sums only serves windows summed in passes
@@ -147,10 +142,10 @@ class MeanSimd:
         shape = graph.tensor(node.inputs[0]).shape
         if len(shape) != 4 or shape[0] != 1 or shape[1] * shape[2] > MAX_PASS:
             return False
-        return tuple(ref_layer(node, graph).axes) == (1, 2)
+        return prepare_reduce(node, graph).axes == (1, 2)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
+        layer = prepare_reduce(node, graph)
         _, h, w, c = graph.tensor(node.inputs[0]).shape
         # why no proof needed: the exact requantization (edgenn_requant_s32) of the int32 sum
         final = (f"{{0u, 0, 0, 0, -128, 127, 1, {layer.in_zp * layer.count}, {layer.mult}, "

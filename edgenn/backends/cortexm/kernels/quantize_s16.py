@@ -8,11 +8,10 @@ from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
     args,
-    c_double,
-    c_float,
-    ref_layer,
 )
+from edgenn.backends.cortexm.kernels.unary import dequantize_call, quantize_call
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.requant import Requant
 
 SRC = ("edgenn_s16_misc_quant.c",)
 _REQUANT = {
@@ -22,7 +21,8 @@ _REQUANT = {
 }
 
 
-def _types(node: Node, graph: Graph) -> tuple[DType, DType]:
+def io_types(node: Node, graph: Graph) -> tuple[DType, DType]:
+    """The element types of the node's first input and first output."""
     return graph.tensor(node.inputs[0]).dtype, graph.tensor(node.outputs[0]).dtype
 
 
@@ -31,38 +31,27 @@ def _n(node: Node, graph: Graph) -> int:
 
 
 def _quantize_match(node: Node, graph: Graph) -> bool:
-    types = _types(node, graph)
+    types = io_types(node, graph)
     return types in _REQUANT or types == (DType.FLOAT32, DType.INT16)
 
 
 def _quantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    n = _n(node, graph)
-    types = _types(node, graph)
-    if layer.from_float:
-        call = (f"edgenn_quantize_f32_s16({{in0}}, {{out0}}, {n}, {c_float(layer.scale)}, "
-                f"{layer.zp_out});")
-        return KernelCall(call, SRC, kernel_name="edgenn_quantize_f32_s16")
-    r = layer.requant
-    if r is None:  # int16 -> int16 with the same parameters
-        return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {2 * n}, {2 * n});",
-                          ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
-    fn = _REQUANT[types]
-    extra = [r.lo, r.hi] if fn == "edgenn_requant_s16_s16" else []
-    call = (f"{fn}({{in0}}, {{out0}}, "
-            f"{args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, *extra)});")
-    return KernelCall(call, SRC, kernel_name=fn)
+    def requant(r: Requant, n: int) -> KernelCall:
+        fn = _REQUANT[io_types(node, graph)]
+        extra = [r.act_min, r.act_max] if fn == "edgenn_requant_s16_s16" else []
+        call = (f"{fn}({{in0}}, {{out0}}, "
+                f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, *extra)});")
+        return KernelCall(call, SRC, kernel_name=fn)
+
+    return quantize_call(node, graph, "s16", SRC, requant)
 
 
 def _dequantize_match(node: Node, graph: Graph) -> bool:
-    return _types(node, graph) == (DType.INT16, DType.FLOAT32)
+    return io_types(node, graph) == (DType.INT16, DType.FLOAT32)
 
 
 def _dequantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    call = (f"edgenn_dequantize_s16_f32({{in0}}, {{out0}}, {_n(node, graph)}, "
-            f"{c_double(layer.scale)}, {layer.zp});")
-    return KernelCall(call, SRC, kernel_name="edgenn_dequantize_s16_f32")
+    return dequantize_call(node, graph, "s16", SRC)
 
 
 register_kernel(PortableKernel("Quantize", "edgenn_quantize_s16", _quantize_match, _quantize,

@@ -1,11 +1,13 @@
 """Portable Quantize kernels with an int32 side (int32 -> int8 / int16, int8 / int16 ->
-int32), TFLite Micro's Requantize; the reference layer gives the constants."""
+int32), TFLite Micro's Requantize (the constants: ``edgenn.prepared.quantize``)."""
 
 from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args
+from edgenn.backends.cortexm.kernels.quantize_s16 import io_types
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.quantize import prepare_quantize
 
 SRC = ("edgenn_requant_s32.c",)
 _REQUANT = {
@@ -16,20 +18,16 @@ _REQUANT = {
 }
 
 
-def _types(node: Node, graph: Graph) -> tuple[DType, DType]:
-    return graph.tensor(node.inputs[0]).dtype, graph.tensor(node.outputs[0]).dtype
-
-
 def _matches(node: Node, graph: Graph) -> bool:
-    return _types(node, graph) in _REQUANT
+    return io_types(node, graph) in _REQUANT
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    r = ref_layer(node, graph).requant
+    r = prepare_quantize(node, graph).requant
     assert r is not None  # the element types differ, so there is always a rescale
-    fn = _REQUANT[_types(node, graph)]
+    fn = _REQUANT[io_types(node, graph)]
     n = graph.tensor(node.inputs[0]).size
-    call = f"{fn}({{in0}}, {{out0}}, {args(n, r.zp_in, r.multiplier, r.shift, r.zp_out)});"
+    call = f"{fn}({{in0}}, {{out0}}, {args(n, r.in_zp, r.mult, r.shift, r.out_zp)});"
     return KernelCall(call, SRC, kernel_name=fn)
 
 

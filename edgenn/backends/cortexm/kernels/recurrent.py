@@ -1,8 +1,9 @@
 """Portable recurrent kernels: LSTM (int8 or int16 activations, bit-exact; float32) and SVDF
 (int8, bit-exact; float32).
 
-Every kernel takes its constants from the reference layer's build (``ref_layer``), so the
-integer C is bit-exact with the reference runtime by construction. The state inputs (constants,
+Every kernel takes its constants from the records the reference layers take too
+(``edgenn.prepared.lstm`` / ``.svdf``), so the integer C is bit-exact with the reference
+runtime by construction. The state inputs (constants,
 or arena tensors: a stateful model's state area) are copied into the layer's scratch buffer,
 which holds the running state; the optional final-state outputs (LSTM's hidden and cell state,
 SVDF's new state) receive it at the end, and a stateful model keeps them for the next
@@ -24,12 +25,11 @@ from edgenn.backends.cortexm.kernels.common import (
     const_operand,
     i32,
 )
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
-from edgenn.backends.ref.kernels.lstm import GATES, Lstm
-from edgenn.backends.ref.kernels.svdf import Svdf
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+from edgenn.prepared.lstm import GATES, LstmParams, prepare_lstm
+from edgenn.prepared.svdf import SvdfParams, prepare_svdf
 
 
 def _aligned16(n: int) -> int:
@@ -51,7 +51,7 @@ def simd_rows(w: np.ndarray) -> np.ndarray:
 
 def _matcher(types: tuple[DType, ...], build: Callable[[Node, Graph], object]
              ) -> Callable[[Node, Graph], bool]:
-    """A kernel's ``matches``: the first input has one of ``types`` and ``build`` (the layer
+    """A kernel's ``matches``: the first input has one of ``types`` and ``build`` (the record
     the kernel takes its constants from) accepts the node."""
 
     def matches(node: Node, graph: Graph) -> bool:
@@ -67,13 +67,12 @@ def _matcher(types: tuple[DType, ...], build: Callable[[Node, Graph], object]
 
 
 # -- LSTM ----------------------------------------------------------------------------------------
-def _lstm_layer(node: Node, graph: Graph) -> Lstm:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Lstm)
-    if not layer.integer:
+def _lstm_layer(node: Node, graph: Graph) -> LstmParams:
+    layer = prepare_lstm(node, graph)
+    if layer.integer is None:
         raise UnsupportedOperatorError(f"{node}: the Cortex-M LSTM is integer")
-    if layer.params.wide:
-        for gate in layer.params.gates:
+    if layer.integer.wide:
+        for gate in layer.integer.gates:
             for bias in (gate.bias_w, gate.bias_r):
                 if np.any(np.abs(bias) >= 2**31):
                     raise UnsupportedOperatorError(
@@ -83,7 +82,8 @@ def _lstm_layer(node: Node, graph: Graph) -> Lstm:
 
 def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
     layer = _lstm_layer(node, graph)
-    p = layer.params
+    p = layer.integer
+    assert p is not None
     x = graph.tensor(node.inputs[0])
     batch, steps, n_input = sequence_dims(x, layer.time_major)
     n_cell = layer.n_cell
@@ -96,13 +96,13 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
                    CArray(f"br{k}", "int32_t", i32(gate.bias_r))]
         gate_inits.append(
             f"{{@P@_w{k}, @P@_r{k}, @P@_bw{k}, @P@_br{k}, "
-            f"{args(gate.fc_w.multiplier, gate.fc_w.shift, gate.fc_r.multiplier)}, "
+            f"{args(gate.fc_w.mult, gate.fc_w.shift, gate.fc_r.mult)}, "
             f"{args(gate.fc_r.shift, int(gate.activation == 'tanh'))}}}")
     h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
     c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
     om = p.output_mul
-    scalars = args(p.forget_mul.multiplier, p.forget_mul.shift, p.input_mul.multiplier,
-                   p.input_mul.shift, om.multiplier, om.shift, om.zero_point, om.lo, om.hi,
+    scalars = args(p.forget_mul.mult, p.forget_mul.shift, p.input_mul.mult,
+                   p.input_mul.shift, om.mult, om.shift, om.out_zp, om.act_min, om.act_max,
                    p.cell_tanh.multiplier, p.cell_tanh.shift, p.cell_clip, batch, steps,
                    n_input, n_cell, int(layer.time_major))
     code = ("static const edgenn_lstm_params @P@_params = {\n    {" + ",\n     ".join(gate_inits)
@@ -123,8 +123,8 @@ register_kernel(PortableKernel("LSTM", "edgenn_lstm",
 
 # -- float32 LSTM --------------------------------------------------------------------------------
 def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Lstm) and not layer.integer
+    layer = prepare_lstm(node, graph)
+    assert layer.integer is None and layer.peephole is not None
     x = graph.tensor(node.inputs[0])
     batch, steps, n_input = sequence_dims(x, layer.time_major)
     arrays: list[CArray] = []
@@ -159,7 +159,7 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32",
-                               _matcher((DType.FLOAT32,), _ref_layer), _lstm_f32_prepare,
+                               _matcher((DType.FLOAT32,), prepare_lstm), _lstm_f32_prepare,
                                (DType.FLOAT32,)))
 
 
@@ -169,17 +169,17 @@ def _state_out(node: Node) -> str:
     return "{out1}" if len(node.outputs) == 2 else "NULL"
 
 
-def _svdf_layer(node: Node, graph: Graph) -> Svdf:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Svdf)
-    if not layer.integer:
+def _svdf_layer(node: Node, graph: Graph) -> SvdfParams:
+    layer = prepare_svdf(node, graph)
+    if layer.integer is None:
         raise UnsupportedOperatorError(f"{node}: the Cortex-M SVDF is int8")
     return layer
 
 
 def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
     layer = _svdf_layer(node, graph)
-    p = layer.params
+    p = layer.integer
+    assert p is not None
     state_t = graph.tensor(node.inputs[4])
     is16 = state_t.dtype is DType.INT16
     ctype = "int16_t" if is16 else "int8_t"
@@ -207,15 +207,15 @@ register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _matcher((DType.INT8,),
 
 # -- float32 SVDF --------------------------------------------------------------------------------
 def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Svdf) and not layer.integer
+    layer = prepare_svdf(node, graph)
+    assert layer.integer is None and layer.wf_t is not None
     batch, n_input = graph.tensor(node.inputs[0]).shape
     arrays = [CArray("wf", "float", layer.wf_t.T), CArray("wt", "float", layer.wt),
               CArray("bias", "float", layer.bias_f)]
     state0 = const_operand(node, graph, 4, arrays)
     code = ("static const edgenn_svdf_f32_params @P@_params = {@P@_wf, @P@_wt, @P@_bias, "
             + args(batch, n_input, layer.filters, layer.memory, layer.rank)
-            + f", {c_float(layer.lo)}, {c_float(layer.hi)}}};")
+            + f", {c_float(layer.act_min)}, {c_float(layer.act_max)}}};")
     scratch = _aligned16(4 * (batch * layer.filters * layer.memory + layer.filters))
     return KernelCall(
         call=(f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
@@ -226,5 +226,5 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("SVDF", "edgenn_svdf_f32",
-                               _matcher((DType.FLOAT32,), _ref_layer), _svdf_f32_prepare,
+                               _matcher((DType.FLOAT32,), prepare_svdf), _svdf_f32_prepare,
                                (DType.FLOAT32,)))

@@ -1,8 +1,8 @@
 """Portable reductions: ReduceMax / ReduceMin (int8), ReduceSum (int8, int16), Mean (int16)
 and ArgMax / ArgMin (int8 -> int32), all up to 6-D.
 
-The constants (multipliers, shifts, zero points) are the reference layer's, so the C and
-``backends/ref/kernels/reduce_more.py`` agree by construction.
+The constants (multipliers, shifts, zero points) are the records of ``edgenn.prepared.reduce``,
+which the reference layers take too, so the C and the reference agree by construction.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from edgenn.backends.cortexm.kernels.common import (
     args,
     dense_strides,
     padded,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.reduce import prepare_arg, prepare_reduce
 
 RANK = 6
 SRC = ("edgenn_reduce.c",)
@@ -45,7 +45,7 @@ def layout(shape: Sequence[int], axes: Sequence[int]) -> tuple[CArray, CArray]:
 
 
 def _extreme(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_reduce(node, graph)
     out_n = graph.tensor(node.outputs[0]).size
     call = (f"edgenn_reduce_extreme_s8({{in0}}, {{out0}}, {{dims}}, {{out_strides}}, "
             f"{args(out_n, int(layer.largest))});")
@@ -53,7 +53,7 @@ def _extreme(node: Node, graph: Graph) -> KernelCall:
     r = layer.requant
     if r is not None:  # the output's own quantization, after the raw extreme
         call += (f"\nedgenn_requant_s8({{out0}}, {{out0}}, "
-                 f"{args(out_n, r.zp_in, r.multiplier, r.shift, r.zp_out, r.lo, r.hi)});")
+                 f"{args(out_n, r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)});")
         sources = (*SRC, "edgenn_unary_s8.c")
     return KernelCall(call, sources, layout(layer.in_shape, layer.axes),
                       kernel_name="edgenn_reduce_extreme_s8")
@@ -61,7 +61,7 @@ def _extreme(node: Node, graph: Graph) -> KernelCall:
 
 def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
               out_zp: int) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_reduce(node, graph)
     suffix = "s16" if graph.tensor(node.inputs[0]).dtype is DType.INT16 else "s8"
     out_n = graph.tensor(node.outputs[0]).size
     call = (f"edgenn_reduce_sum_{suffix}({{in0}}, {{out0}}, {{scratch}}, {{dims}}, "
@@ -73,13 +73,13 @@ def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
 
 def _sum(node: Node, graph: Graph) -> KernelCall:
     """ReduceSum, and Mean (whose reference layer folds 1 / count into the multiplier)."""
-    layer = ref_layer(node, graph)
+    layer = prepare_reduce(node, graph)
     offset = int(wrap_int32(layer.in_zp * layer.count))  # the C subtracts in int32
     return _sum_call(node, graph, offset, int(layer.mult), int(layer.shift), layer.out_zp)
 
 
 def _arg(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_arg(node, graph)
     shape = layer.in_shape
     outer = int(np.prod(shape[:layer.axis], dtype=np.int64))
     inner = int(np.prod(shape[layer.axis + 1:], dtype=np.int64))

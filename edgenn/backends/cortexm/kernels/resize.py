@@ -1,6 +1,6 @@
 """Portable Resize: nearest neighbour of int8 / int16 (a row copy by source tables) and
-bilinear of int8 (10-bit taps), with the reference layer's tables
-(``backends/ref/kernels/resize.py``)."""
+bilinear of int8 (10-bit taps), with the tables of ``edgenn.prepared.resize`` (the reference
+layer's too)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import numpy as np
 
 from edgenn.arith.resize import Taps
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.requant import Requant
+from edgenn.prepared.resize import prepare_resize
 
 SRC = ("edgenn_resize.c",)
 
@@ -21,28 +23,28 @@ def _matches(node: Node, graph: Graph) -> bool:
     return node.attr("mode") == "nearest" or x.dtype is DType.INT8
 
 
-def _requant(layer: object, dtype: DType, n: int) -> tuple[str, tuple[str, ...]]:
+def _requant(r: Requant | None, dtype: DType, n: int) -> tuple[str, tuple[str, ...]]:
     """The rescale to a differently quantized output, in place after the resize."""
-    r = getattr(layer, "requant", None)
     if r is None:
         return "", ()
-    values = args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, r.lo, r.hi)
+    values = args(n, r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)
     if dtype is DType.INT8:
         return f"\nedgenn_requant_s8({{out0}}, {{out0}}, {values});", ("edgenn_unary_s8.c",)
     return (f"\nedgenn_requant_s16_s16({{out0}}, {{out0}}, {values});",
             ("edgenn_s16_misc_quant.c",))
 
 
-def _taps(t: Taps) -> np.ndarray:
+def _taps(t: Taps | None) -> np.ndarray:
+    assert t is not None
     return np.stack([t.lo, t.hi, t.w_lo, t.w_hi], axis=1).astype(np.int32)
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_resize(node, graph)
     x, y = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
     _, _, w, c = x.shape
     _, oh, ow, _ = y.shape
-    tail, extra = _requant(layer, x.dtype, y.size)
+    tail, extra = _requant(layer.requant, x.dtype, y.size)
     if layer.mode == "nearest":
         call = (f"edgenn_resize_nearest({{in0}}, {{out0}}, "
                 f"{args(w, oh, ow, c * x.dtype.itemsize)}, {{rows}}, {{cols}});")
@@ -53,8 +55,8 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     call = (f"edgenn_resize_bilinear_s8({{in0}}, {{out0}}, {args(w, c, oh, ow)}, {{y_taps}}, "
             "{x_taps});")
     return KernelCall(call + tail, SRC + extra,
-                      (CArray("y_taps", "int32_t", _taps(layer.ty)),
-                       CArray("x_taps", "int32_t", _taps(layer.tx))),
+                      (CArray("y_taps", "int32_t", _taps(layer.y_taps)),
+                       CArray("x_taps", "int32_t", _taps(layer.x_taps))),
                       kernel_name="edgenn_resize_bilinear_s8")
 
 

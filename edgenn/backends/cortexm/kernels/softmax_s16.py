@@ -1,21 +1,22 @@
-"""Portable Softmax with int16 output: int16 input (TFLM's exp and 1 / (1 + x) tables from
-the reference layer, interpolating lookups in C), and int8 input with int16 output (the int8
+"""Portable Softmax with int16 output: int16 input (TFLM's exp and 1 / (1 + x) tables of the
+record, interpolating lookups in C), and int8 input with int16 output (the int8
 kernel's tabulated gemmlowp exps, scaled to 1/65536)."""
 
 from __future__ import annotations
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int16, ref_layer
+from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int16
 from edgenn.backends.cortexm.kernels.softmax import gemmlowp_softmax_call
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.softmax import prepare_softmax_s16
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    layer = prepare_softmax_s16(node, graph)
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1] if x.shape else 1
     call = (f"edgenn_softmax_s16({{in0}}, {{out0}}, "
-            f"{args(x.size // depth, depth, layer.multiplier, layer.shift)}, "
+            f"{args(x.size // depth, depth, layer.mult, layer.shift)}, "
             f"{{exp_lut}}, {{recip_lut}});")
     return KernelCall(call, ("edgenn_s16_misc_softmax.c",),
                       (CArray("exp_lut", "int16_t", layer.exp_lut),

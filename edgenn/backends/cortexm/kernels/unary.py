@@ -3,6 +3,8 @@ Quantize (float32 or int8 -> int8) and Dequantize (int8 -> float32)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -10,9 +12,12 @@ from edgenn.backends.cortexm.kernels.common import (
     c_double,
     c_float,
     is_int8,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.clamp import prepare_clamp
+from edgenn.prepared.curves import prepare_curve
+from edgenn.prepared.quantize import prepare_dequantize, prepare_quantize
+from edgenn.prepared.requant import Requant
 
 SRC = ("edgenn_unary_s8.c",)
 
@@ -22,20 +27,21 @@ def _n(node: Node, graph: Graph) -> int:
 
 
 def _clamp(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    p = prepare_clamp(node, graph)
     n = _n(node, graph)
-    if layer.same:
-        return KernelCall(f"edgenn_clamp_s8({{in0}}, {{out0}}, {args(n, layer.lo, layer.hi)});",
+    if not p.requant:
+        return KernelCall(f"edgenn_clamp_s8({{in0}}, {{out0}}, {args(n, p.act_min, p.act_max)});",
                           SRC, kernel_name="edgenn_clamp_s8")
     call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, layer.zp_in, layer.m, layer.sh, layer.zp_out, layer.lo, layer.hi)});")
+            f"{args(n, p.in_zp, p.mult, p.shift, p.out_zp, p.act_min, p.act_max)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+    table = prepare_curve(node, graph).table
+    assert table is not None  # int8 input (is_int8)
     return KernelCall(f"edgenn_lut_s8({{in0}}, {{out0}}, {_n(node, graph)}, {{table}});", SRC,
-                      (CArray("table", "int8_t", layer.table),), kernel_name="edgenn_lut_s8")
+                      (CArray("table", "int8_t", table),), kernel_name="edgenn_lut_s8")
 
 
 def _is_float_to_int8(node: Node, graph: Graph) -> bool:
@@ -47,20 +53,41 @@ def _quantize_match(node: Node, graph: Graph) -> bool:
     return is_int8(node, graph) or _is_float_to_int8(node, graph)
 
 
-def _quantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
+def quantize_call(node: Node, graph: Graph, suffix: str, sources: tuple[str, ...],
+                  requant: Callable[[Requant, int], KernelCall]) -> KernelCall:
+    """A Quantize node's call: float32 -> ``suffix`` (``edgenn_quantize_f32_<suffix>``), a
+    copy when its record has no rescale, else ``requant(rescale, element count)``."""
+    p = prepare_quantize(node, graph)
     n = _n(node, graph)
-    if not layer.from_int8:
-        call = (f"edgenn_quantize_f32_s8({{in0}}, {{out0}}, {n}, {c_float(layer.scale)}, "
-                f"{layer.zp_out});")
-        return KernelCall(call, SRC, kernel_name="edgenn_quantize_f32_s8")
-    r = layer.requant
-    if r is None:
-        return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {n}, {n});",
+    if p.from_float:
+        call = (f"edgenn_quantize_f32_{suffix}({{in0}}, {{out0}}, {n}, {c_float(p.out_scale)}, "
+                f"{p.out_zp});")
+        return KernelCall(call, sources, kernel_name=f"edgenn_quantize_f32_{suffix}")
+    if p.requant is None:  # the same type and parameters
+        size = n * graph.tensor(node.inputs[0]).dtype.itemsize
+        return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {size}, {size});",
                           ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
+    return requant(p.requant, n)
+
+
+def dequantize_call(node: Node, graph: Graph, suffix: str,
+                    sources: tuple[str, ...]) -> KernelCall:
+    """A Dequantize node's call, ``edgenn_dequantize_<suffix>_f32``."""
+    p = prepare_dequantize(node, graph)
+    name = f"edgenn_dequantize_{suffix}_f32"
+    call = (f"{name}({{in0}}, {{out0}}, {_n(node, graph)}, {c_double(p.in_scale)}, "
+            f"{p.in_zp});")
+    return KernelCall(call, sources, kernel_name=name)
+
+
+def _requant_s8(r: Requant, n: int) -> KernelCall:
     call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, r.zp_in, r.multiplier, r.shift, r.zp_out, -128, 127)});")
+            f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, -128, 127)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
+
+
+def _quantize(node: Node, graph: Graph) -> KernelCall:
+    return quantize_call(node, graph, "s8", SRC, _requant_s8)
 
 
 def _dequantize_match(node: Node, graph: Graph) -> bool:
@@ -69,10 +96,7 @@ def _dequantize_match(node: Node, graph: Graph) -> bool:
 
 
 def _dequantize(node: Node, graph: Graph) -> KernelCall:
-    layer = ref_layer(node, graph)
-    call = (f"edgenn_dequantize_s8_f32({{in0}}, {{out0}}, {_n(node, graph)}, "
-            f"{c_double(layer.scale)}, {layer.zp});")
-    return KernelCall(call, SRC, kernel_name="edgenn_dequantize_s8_f32")
+    return dequantize_call(node, graph, "s8", SRC)
 
 
 for _op in ("Relu", "Relu6", "Clip"):
@@ -87,10 +111,10 @@ def _requant_u8_match(node: Node, graph: Graph) -> bool:
 
 
 def _requant_u8(node: Node, graph: Graph) -> KernelCall:
-    r = ref_layer(node, graph).requant
+    r = prepare_quantize(node, graph).requant
     assert r is not None  # int8 -> uint8 always changes the type
     call = (f"edgenn_requant_s8_u8({{in0}}, {{out0}}, "
-            f"{args(_n(node, graph), r.zp_in, r.multiplier, r.shift, r.zp_out)});")
+            f"{args(_n(node, graph), r.in_zp, r.mult, r.shift, r.out_zp)});")
     return KernelCall(call, SRC, kernel_name="edgenn_requant_s8_u8")
 
 

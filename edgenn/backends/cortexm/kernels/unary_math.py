@@ -1,13 +1,13 @@
 """Portable element-wise unary kernels: one int8 lookup table for all, real C for int16.
 
-int8 -> int8: an element-wise operator takes only 256 input values, so the kernel runs the
-reference layer once on all of them at generation time and the firmware looks the result up
-(``edgenn_lut_s8``, about 2 cycles per element): exact by construction whatever the
+int8 -> int8: an element-wise operator takes only 256 input values, so its record
+(``edgenn.prepared.unary_math``) holds the output for all of them and the firmware looks the
+result up (``edgenn_lut_s8``, about 2 cycles per element): exact by construction whatever the
 operator's arithmetic (LeakyRelu, HardSwish, Abs, Rsqrt).
 
 int16 -> int16: 65536 inputs make a table too large for flash, so each operator has its own
-C (``edgenn_unary_math_s16.c``, ``edgenn_unary_math_curves_s16.c``), fed with the constants the
-reference layer's ``build`` computed.
+C (``edgenn_unary_math_s16.c``, ``edgenn_unary_math_curves_s16.c``), fed with the record's
+constants (the reference layer's too).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from edgenn.backends.cortexm.kernels.common import (
     args,
     is_int8,
     is_int16,
-    ref_layer,
 )
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.clamp import prepare_clamp
+from edgenn.prepared.curves import prepare_curve
+from edgenn.prepared.unary_math import prepare_unary_math
 
 LUT_SRC = ("edgenn_unary_s8.c",)
 S16_SRC = ("edgenn_unary_math_s16.c",)
@@ -38,11 +40,10 @@ def _n(node: Node, graph: Graph) -> int:
 
 
 def int8_table(node: Node, graph: Graph) -> np.ndarray:
-    """The outputs of the node's reference layer for the inputs -128..127 (one batch item)."""
-    layer = ref_layer(node, graph)
-    values = np.arange(-128, 128, dtype=np.int8).reshape(1, 256)
-    (table,) = layer.run(values)
-    return np.asarray(table, dtype=np.int8).reshape(256)
+    """The node's outputs for the inputs -128..127 (its record's table)."""
+    table = prepare_unary_math(node, graph).table
+    assert table is not None  # an int8 operator
+    return table
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
@@ -60,38 +61,40 @@ def _s16(function: str, node: Node, graph: Graph, *values: object,
 
 
 def _leaky_relu(node: Node, graph: Graph) -> KernelCall:
-    k = ref_layer(node, graph)
-    return _s16("edgenn_leaky_relu_s16", node, graph, k.zp_in, k.m_identity, k.sh_identity,
-                k.m_alpha, k.sh_alpha, int(k.alpha_negative), k.zp_out)
+    k = prepare_unary_math(node, graph)
+    return _s16("edgenn_leaky_relu_s16", node, graph, k.in_zp, k.identity_mult,
+                k.identity_shift, k.alpha_mult, k.alpha_shift, int(k.alpha_negative), k.out_zp)
 
 
 def _abs(node: Node, graph: Graph) -> KernelCall:
-    k = ref_layer(node, graph)
+    k = prepare_unary_math(node, graph)
     if k.plain:
         return _s16("edgenn_abs_plain_s16", node, graph)
-    return _s16("edgenn_abs_s16", node, graph, k.zp_in, int(k.needs_rescale), k.m, k.sh,
-                k.zp_out)
+    return _s16("edgenn_abs_s16", node, graph, k.in_zp, int(k.needs_rescale), k.mult, k.shift,
+                k.out_zp)
 
 
 def _rsqrt(node: Node, graph: Graph) -> KernelCall:
-    k = ref_layer(node, graph)
-    return _s16("edgenn_rsqrt_s16", node, graph, k.zp_in, k.m, k.sh, k.zp_out)
+    k = prepare_unary_math(node, graph)
+    return _s16("edgenn_rsqrt_s16", node, graph, k.in_zp, k.mult, k.shift, k.out_zp)
 
 
 def _requant(node: Node, graph: Graph) -> KernelCall:
     """Relu and Clip: requantize, then clamp to the layer's bounds."""
-    k = ref_layer(node, graph)
-    return _s16("edgenn_requant_s16", node, graph, k.zp_in, k.m, k.sh, k.zp_out, k.lo, k.hi)
+    k = prepare_clamp(node, graph)
+    return _s16("edgenn_requant_s16", node, graph, k.in_zp, k.mult, k.shift, k.out_zp,
+                k.act_min, k.act_max)
 
 
 def _relu6(node: Node, graph: Graph) -> KernelCall:
-    k = ref_layer(node, graph)
-    return _s16("edgenn_clamp_s16", node, graph, k.lo, k.hi)
+    k = prepare_clamp(node, graph)
+    return _s16("edgenn_clamp_s16", node, graph, k.act_min, k.act_max)
 
 
 def _curve(function: str) -> Callable[[Node, Graph], KernelCall]:
     def prepare(node: Node, graph: Graph) -> KernelCall:
-        curve = ref_layer(node, graph).int16
+        curve = prepare_curve(node, graph).int16
+        assert curve is not None  # int16 input
         table = CArray("table", "uint16_t", SIGMOID_TABLE_UINT16)
         return _s16(function, node, graph, curve.multiplier, curve.shift, "{table}",
                     sources=CURVES_SRC, arrays=(table,))

@@ -17,38 +17,20 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import (
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_int32,
-)
-from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype, per_tensor
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, wrap_int32
+from edgenn.arith.fixed_point_s16 import multiply_by_quantized_multiplier_64
+from edgenn.backends.ref.kernels.common import Operands, exact_matmul_dtype
 from edgenn.backends.ref.kernels.per_sample import BatchView
-from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Tensor
-
-
-def reduced_multiplier(multiplier: int, shift: int) -> tuple[int, int]:
-    """The 16-bit multiplier and the right shift of TFLite's 64-bit
-    ``MultiplyByQuantizedMultiplier``: ``(m + 2**15) >> 16`` (at most 0x7FFF), ``15 - shift``."""
-    reduced = (multiplier + (1 << 15)) >> 16 if multiplier < 0x7FFF0000 else 0x7FFF
-    return reduced, 15 - shift
-
-
-def multiply_by_quantized_multiplier_64(x: Any, multiplier: int, shift: int) -> Any:
-    """TFLite's ``MultiplyByQuantizedMultiplier(int64_t x, ...)``: one rounding."""
-    reduced, total_shift = reduced_multiplier(multiplier, shift)
-    v = np.asarray(x, dtype=np.int64) * reduced + (np.int64(1) << (total_shift - 1))
-    return v >> total_shift
+from edgenn.prepared.batch_matmul import prepare_batch_matmul
 
 
 def requant_int(acc: np.ndarray, dtype: DType, mult: int, shift: int) -> np.ndarray:
     """The quantized kernel's scaling of its sums (32-bit for int8, 64-bit for int16)."""
     if dtype is DType.INT16:
-        return multiply_by_quantized_multiplier_64(acc, mult, shift)
-    return multiply_by_quantized_multiplier(wrap_int32(acc), mult, shift)
+        return np.asarray(multiply_by_quantized_multiplier_64(acc, mult, shift))
+    return np.asarray(multiply_by_quantized_multiplier(wrap_int32(acc), mult, shift))
 
 
 @register("BatchMatMul", DType.FLOAT32, DType.INT8, DType.INT16)
@@ -57,24 +39,19 @@ class BatchMatMul(Layer):
         a, b = self.inputs[0], self.inputs[1]
         assert a is not None and b is not None
         self.out_shape = self.outputs[0].shape
-        if a.is_const and b.is_const:
-            raise UnsupportedOperatorError(f"{self.node}: both operands are constants "
-                                           "(fold the product before running)")
+        p = prepare_batch_matmul(self.node, self.graph)
         self.rank = len(self.out_shape)
         self.shapes = (a.shape, b.shape)
         self.view = BatchView(self, self.out_shape,
                               *(t.shape for t in (a, b) if not t.is_const))
-        self.adj = (bool(self.node.attr("adj_x", False)), bool(self.node.attr("adj_y", False)))
+        self.adj = (p.adj_x, p.adj_y)
         self.operands = Operands(self.inputs)
         self.dtype = a.dtype
         if a.dtype is DType.FLOAT32:
             return
-        qa, qb = per_tensor(self, a, "lhs"), per_tensor(self, b, "rhs")
-        qo = per_tensor(self, self.outputs[0], "output")
-        self.zps = (qa.zp, qb.zp)
-        self.out_zp = qo.zp
-        self.mult, self.shift = quantize_multiplier(qa.s * qb.s / qo.s)
-        self.lo, self.hi = type_range(a.dtype)
+        self.zps = (p.a_zp, p.b_zp)
+        self.out_zp, self.mult, self.shift = p.out_zp, p.mult, p.shift
+        self.lo, self.hi = p.act_min, p.act_max
         k = a.shape[-2] if self.adj[0] else a.shape[-1]
         span = max(abs(v - z) for v in (self.lo, self.hi) for z in self.zps)
         self.acc_dtype: Any = exact_matmul_dtype(k, span, span)

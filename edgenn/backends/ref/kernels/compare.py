@@ -13,11 +13,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
 from edgenn.backends.ref.kernels.binary import to_output_rank
-from edgenn.backends.ref.kernels.common import Operands, per_tensor
+from edgenn.backends.ref.kernels.common import Operands
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
+from edgenn.prepared.compare import prepare_compare
 
 F32, I8, I16, I32, I64, BOOL = (DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32,
                                 DType.INT64, DType.BOOL)
@@ -56,20 +57,14 @@ class Compare(_Elementwise):
     def build(self) -> None:
         super().build()
         self.fn = _FUNCS[self.node.op]
-        a, b = self.inputs[0], self.inputs[1]
-        assert a is not None and b is not None
-        self.scaled: list[tuple[int, int, int]] = []
-        if a.dtype is I8 and a.quant is not None and b.quant is not None:
-            for t, what in ((a, "first input"), (b, "second input")):
-                q = per_tensor(self, t, what)
-                mult, shift = quantize_multiplier(q.s)
-                self.scaled.append((q.zp, mult, shift))
+        self.scaled = prepare_compare(self.node, self.graph).scaled
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         a, b = self.gather(xs)
         if self.scaled:
-            a, b = (multiply_by_quantized_multiplier((x.astype(np.int64) - zp) * 256, m, s)
-                    for x, (zp, m, s) in zip((a, b), self.scaled, strict=True))
+            a, b = (multiply_by_quantized_multiplier((x.astype(np.int64) - r.zp) * 256, r.mult,
+                                                     r.shift)
+                    for x, r in zip((a, b), self.scaled, strict=True))
         return [np.asarray(self.fn(a, b), dtype=np.bool_)]
 
 

@@ -14,44 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import (
-    activation_range_float,
-    activation_range_quantized,
-    quantize_multipliers,
-)
-from edgenn.backends.ref.kernels.common import (
-    activation_of,
-    batch_chunks,
-    exact_matmul_dtype,
-    int_bias,
-    pad_hw,
-    per_tensor,
-    quant_of,
-    requantize,
-    windows,
-)
+from edgenn.arith.fixed_point import requantize
+from edgenn.backends.ref.arrays import batch_chunks, pad_hw, windows
+from edgenn.backends.ref.kernels.common import int8_matmul_dtype
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
-from edgenn.ir.conv import is_depthwise_conv
-
-
-def channel_multipliers(layer: Layer, w_index: int = 1) -> tuple[Any, Any]:
-    """Per-output-channel (multiplier, shift) as TFLite's PopulateConvolutionQuantizationParams."""
-    x, w, out = layer.inputs[0], layer.inputs[w_index], layer.outputs[0]
-    assert w is not None
-    in_s = per_tensor(layer, x, "input").s
-    out_s = per_tensor(layer, out, "output").s
-    wq = quant_of(layer, w, "weight")
-    co = w.shape[0]
-    if wq.per_channel and (wq.axis != 0 or wq.scale.size != co):
-        raise UnsupportedOperatorError(
-            f"{layer.node}: weight quantization must be per tensor or along axis 0 "
-            f"({co} channels), got {wq!r}"
-        )
-    w_scales = np.broadcast_to(wq.scale.astype(np.float64), (co,))
-    real = np.float64(in_s) * w_scales / np.float64(out_s)
-    return quantize_multipliers(real)
+from edgenn.prepared.conv import ConvGeometry, prepare_conv, prepare_float_conv
 
 
 @register("Conv2D", DType.FLOAT32, DType.INT8)
@@ -61,34 +29,21 @@ class Conv2D(Layer):
     inside: np.ndarray | None = None  # ``_inside_taps`` where float weights are not finite
 
     def build(self) -> None:
-        x, w = self.inputs[0], self.inputs[1]
-        assert x is not None and w is not None
-        node = self.node
-        weights = self.const(1)
-        assert weights is not None
-        bias = self.const(2)
-        self._geometry()
+        x = self.inputs[0]
+        assert x is not None
         self.int8 = x.dtype is DType.INT8
-        act = activation_of(self)
         if self.int8:
-            if weights.dtype != np.int8:
-                raise UnsupportedOperatorError(f"{node}: int8 convolution needs int8 weights")
-            self.mult, self.shift = channel_multipliers(self)
-            self.in_zp = per_tensor(self, x, "input").zp
-            self.out_zp = per_tensor(self, self.outputs[0], "output").zp
-            self.lo, self.hi = activation_range_quantized(act, self.outputs[0].quant)  # type: ignore[arg-type]
-            wq = quant_of(self, w, "weight")
-            w_int = weights.astype(np.int64) - wq.zero_point.reshape(-1, 1, 1, 1)
-            self.bias_int = int_bias(self, bias, self.co)
-            max_x = max(127 - self.in_zp, self.in_zp + 128)
-            depth = self.kh * self.kw * self.cig
-            self.dtype: Any = exact_matmul_dtype(depth, max_x, int(np.abs(w_int).max(initial=0)))
-            w_mat = w_int.astype(self.dtype)
+            p = prepare_conv(self.node, self.graph)
+            self._geometry(p)
+            self.p = p
+            self.dtype: Any = int8_matmul_dtype(p, self.kh * self.kw * self.cig)
+            w_mat = p.w.astype(self.dtype)
         else:
-            self.flo, self.fhi = activation_range_float(act, self.finite_float_clamp)
+            f = prepare_float_conv(self.node, self.graph)
+            self._geometry(f)
+            self.fp = f
             self.dtype = np.float32
-            w_mat = weights.astype(np.float32)
-            self.bias_f = None if bias is None else bias.astype(np.float32)
+            w_mat = f.w
         # why: a padded tap is a zero in ``_accumulate``'s patches, and 0 * inf or 0 * NaN is
         # NaN where TFLite Micro skips the tap; weights that are not all finite take the
         # tap-by-tap sum that leaves the padded taps out (a float model's rare case)
@@ -102,22 +57,17 @@ class Conv2D(Layer):
         x = self.inputs[0]
         assert x is not None
         ones = np.ones((1, x.shape[1], x.shape[2], 1), np.float32)
-        win = windows(pad_hw(ones, self.pads, 0), (self.kh, self.kw), self.strides,  # type: ignore[arg-type]
-                      self.dilations, (self.oh, self.ow))  # type: ignore[arg-type]
+        win = windows(pad_hw(ones, self.pads, 0), (self.kh, self.kw), self.strides,
+                      self.dilations, (self.oh, self.ow))
         return np.asarray(win[0, ..., 0] > 0)
 
-    def _geometry(self) -> None:
-        """Shapes and attributes (shared with the 16x8 layer in ``conv_s16.py``)."""
-        x, w, node = self.inputs[0], self.inputs[1], self.node
-        assert x is not None and w is not None
-        self.co, self.kh, self.kw, self.cig = w.shape
-        self.groups = int(node.attr("groups", 1))
-        self.strides = tuple(int(s) for s in node.attr("strides", (1, 1)))
-        self.dilations = tuple(int(d) for d in node.attr("dilations", (1, 1)))
-        self.pads = tuple(int(p) for p in node.attr("pads", (0, 0, 0, 0)))
-        _, self.oh, self.ow, _ = self.outputs[0].shape
-        self.ci = x.shape[3]
-        self.depthwise = is_depthwise_conv(self.groups, self.ci, w.shape)
+    def _geometry(self, g: ConvGeometry) -> None:
+        """Shapes and attributes of the record (shared with the 16x8 layer, ``conv_s16.py``)."""
+        self.co, self.kh, self.kw, self.groups = g.out_c, g.k_h, g.k_w, g.groups
+        self.cig = g.in_c // g.groups
+        self.strides, self.dilations, self.pads = g.strides, g.dilations, g.pads
+        self.oh, self.ow, self.ci = g.out_h, g.out_w, g.in_c
+        self.depthwise = g.depthwise
 
     def _layout(self, w_mat: np.ndarray) -> None:
         """The weights as ``_accumulate`` reads them (``w_mat`` already in ``self.dtype``)."""
@@ -137,7 +87,7 @@ class Conv2D(Layer):
         n = x.shape[0]
         xs_ = x.astype(self.dtype)
         if self.int8:
-            xs_ -= self.dtype(self.in_zp)
+            xs_ -= self.dtype(self.p.in_zp)
         out = np.empty((n, self.oh, self.ow, self.co), np.int8 if self.int8 else np.float32)
         per_item = self.oh * self.ow * max(self.kh * self.kw * self.ci, self.co)
         for part in batch_chunks(n, per_item):
@@ -146,7 +96,7 @@ class Conv2D(Layer):
         return [out]
 
     def _accumulate(self, xp: np.ndarray) -> np.ndarray:
-        win = windows(xp, (self.kh, self.kw), self.strides, self.dilations, (self.oh, self.ow))  # type: ignore[arg-type]
+        win = windows(xp, (self.kh, self.kw), self.strides, self.dilations, (self.oh, self.ow))
         n = xp.shape[0]
         if self.inside is not None:
             return self._accumulate_inside(win)
@@ -190,9 +140,10 @@ class Conv2D(Layer):
     def _finish(self, acc: np.ndarray) -> np.ndarray:
         if self.int8:
             acc_int = acc.astype(np.int64)
-            acc_int += self.bias_int
-            return requantize(acc_int, self.mult, self.shift, self.out_zp, self.lo, self.hi)
+            acc_int += self.p.bias
+            return requantize(acc_int, self.p.mult, self.p.shift, self.p.out_zp, self.p.act_min,
+                              self.p.act_max)
         res = acc.astype(np.float32, copy=False)
-        if self.bias_f is not None:
-            res = res + self.bias_f
-        return np.clip(res, self.flo, self.fhi)
+        if self.fp.bias is not None:
+            res = res + self.fp.bias
+        return np.clip(res, self.fp.act_min, self.fp.act_max)

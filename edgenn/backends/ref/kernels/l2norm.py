@@ -23,10 +23,9 @@ from edgenn.arith.fixed_point import (
     saturating_rounding_multiply_by_pot,
     wrap_int32,
 )
-from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
+from edgenn.prepared.l2norm import prepare_l2norm
 
 OUTPUT_SCALE_BITS = 7  # the int8 output is in units of 2**-7
 REVERSE_SHIFT = -1  # TFLite's kReverseShift
@@ -71,12 +70,7 @@ class L2Norm(Layer):
         self.eps = np.float32(self.node.attr("epsilon", 1e-6))
         if self.float:
             return
-        self.in_zp = per_tensor(self, x, "input").zp
-        qo = per_tensor(self, self.outputs[0], "output")
-        if qo.s != 1.0 / 128 or qo.zp != 0:
-            raise UnsupportedOperatorError(
-                f"{self.node}: int8 L2Norm writes scale 1/128 and zero point 0, but the "
-                f"output is declared {qo!r}")
+        self.in_zp = prepare_l2norm(self.node, self.graph).in_zp
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]

@@ -7,7 +7,8 @@ Per time step, for the gates forget, input, cell, output (in that order, as TFLM
 
 The integer kernel (int8 activations with int16 weights' products: 8x8->16, or int16
 activations: 16x8->16) keeps the gates in Q3.12 before and Q0.15 after their activation and
-the cell state in int16 at a power-of-two scale. Its constants come from TFLM's
+the cell state in int16 at a power-of-two scale. Its constants (the record of
+``edgenn.prepared.lstm``, which the Cortex-M kernel takes too) come from TFLM's
 ``PrepareGateParametersInteger``: each FC requantizes to the Q3.12 scale 2^-12 with the
 multiplier of ``in_scale * w_scale / 2^-12`` (the product of the two float32 scales taken in
 double, as TFLM's ``GetQuantizedConvolutionMultipler``; clamped to int16), the element-wise
@@ -26,110 +27,24 @@ projection and layer normalization are refused with one error naming the node.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from edgenn.arith.fixed_point import (
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_int32,
-)
-from edgenn.arith.int16_curves import Int16InputScaling, int16_sigmoid, int16_tanh
-from edgenn.arith.zero_point import fold_input_zero_point
-from edgenn.backends.ref.kernels.common import Operands, per_tensor
-from edgenn.backends.ref.kernels.fixed_point_s16 import (
-    INT16_MAX,
-    INT16_MIN,
-    multiply_by_quantized_multiplier_64,
-)
+from edgenn.arith.fixed_point_s16 import INT16_MAX, INT16_MIN
+from edgenn.arith.int16_curves import int16_sigmoid, int16_tanh
+from edgenn.backends.ref.kernels.common import Operands
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import ShapeError, UnsupportedOperatorError
-from edgenn.ir import DType, QuantParams, Tensor
+from edgenn.errors import ShapeError
+from edgenn.ir import DType
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX
-
-GATES = ("forget", "input", "cell", "output")  # TFLM's evaluation order
-GATE_INPUT_SCALE = 2.0**-12  # Q3.12: the FC outputs feeding the gate activations
-GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gate activations' outputs
-GATE_TANH_SCALING = Int16InputScaling.for_power(-12)  # the gates' tanh of Q3.12
-
-IntArray = npt.NDArray[np.int64]
-
-
-# -- constants ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Requant:
-    """``clamp(MultiplyByQuantizedMultiplier(v, multiplier, shift) + zero_point, lo, hi)``."""
-
-    multiplier: int
-    shift: int
-    zero_point: int = 0
-    lo: int = INT16_MIN
-    hi: int = INT16_MAX
-
-    def __call__(self, v: IntArray, wide: bool = False) -> IntArray:
-        """``wide``: ``v`` is a 64-bit accumulator (the 16x8 FC)."""
-        if wide:
-            y = multiply_by_quantized_multiplier_64(v, self.multiplier, self.shift)
-        else:
-            y = multiply_by_quantized_multiplier(wrap_int32(v), self.multiplier, self.shift)
-        return np.clip(y + self.zero_point, self.lo, self.hi)
-
-
-def _requant(real: float, zero_point: int = 0, lo: int = INT16_MIN,
-             hi: int = INT16_MAX) -> Requant:
-    m, s = quantize_multiplier(real)
-    return Requant(m, s, zero_point, lo, hi)
-
-
-@dataclass(frozen=True)
-class IntegerGate:
-    """One gate's two FCs: weights as stored ([H, I] and [H, H]), int64 biases with the input
-    and hidden zero points folded in, and their requantization to Q3.12."""
-
-    w: IntArray
-    r: IntArray
-    bias_w: IntArray  # bias - x_zp * sum(w): added to the input FC
-    bias_r: IntArray  # -h_zp * sum(r): added to the recurrent FC
-    fc_w: Requant
-    fc_r: Requant
-    activation: str  # "sigmoid" or "tanh"
-
-
-@dataclass(frozen=True)
-class IntegerLstm:
-    """Everything the integer step needs (TFLM's OpDataLSTM), shared with the C kernel."""
-
-    gates: tuple[IntegerGate, ...]  # in GATES order
-    wide: bool  # int16 activations: 64-bit accumulators and biases
-    forget_mul: Requant  # f * c -> c
-    input_mul: Requant  # i * g -> c
-    output_mul: Requant  # tanh(c) * o -> h (the hidden state's zero point and range)
-    cell_tanh: Int16InputScaling
-    cell_clip: int  # 0: no clipping
-    x_zp: int
-    h_zp: int
-
-
-def _scale_product(a: float, b: float) -> float:
-    """``static_cast<double>(a) * static_cast<double>(b)`` of two float32 scales.
-
-    Why double: TFLM's ``GetQuantizedConvolutionMultipler`` (what the gate FCs'
-    ``CalculateOpDataFullyConnected`` calls) widens both scales before multiplying (the
-    tflite-micro runtime the oracle installs: ``cvtss2sd`` twice, then ``mulsd``). A float32
-    product loses up to half an ulp of float32, enough to move a gate's Q3.12 value by one
-    where a full-range input gives a large accumulator: the cell state then differs by 1-4.
-    """
-    return float(np.float32(a)) * float(np.float32(b))
-
-
-def _cell_scale_power(scale: float) -> int:
-    """TFLite's ``CheckedLog2`` result (float32 arithmetic, rounded; not checked by TFLM)."""
-    log2 = np.float32(np.log(np.float32(scale))) * np.float32(1.0 / np.log(np.float32(2.0)))
-    return int(math.copysign(math.floor(abs(float(log2)) + 0.5), float(log2)))
+from edgenn.prepared.lstm import (
+    GATE_TANH_SCALING,
+    GATES,
+    IntArray,
+    IntegerGate,
+    prepare_lstm,
+)
 
 
 # -- the layer ---------------------------------------------------------------------------------
@@ -138,85 +53,21 @@ class Lstm(Layer):
     """See the module docstring."""
 
     def build(self) -> None:
-        node = self.node
-        self.time_major = bool(node.attr("time_major"))
-        self.activation = str(node.attr("activation", "tanh"))
-        self.cell_clip = float(node.attr("cell_clip", 0.0) or 0.0)
-        self.gate_clip = float(node.attr("gate_clip", 0.0) or 0.0)
+        p = prepare_lstm(self.node, self.graph)
+        self.time_major, self.activation = p.time_major, p.activation
+        self.cell_clip, self.gate_clip = p.cell_clip, p.gate_clip
         self.operands = Operands(self.inputs)
         self.present = [i for i, t in enumerate(self.inputs) if t is not None]
         x = self.inputs[0]
         assert x is not None
         self.x_shape = x.shape
-        self._refuse_variants()
-        self.n_cell = self._tensor("input_to_forget_weights").shape[0]
-        self.extra_outputs = len(self.outputs) == 3
-        self.integer = x.dtype is not DType.FLOAT32
-        if self.integer:
-            self.params = self._integer_params()
+        self.n_cell, self.extra_outputs = p.n_cell, p.extra_outputs
+        self.integer = p.integer is not None
+        if p.integer is not None:
+            self.params = p.integer
         else:
-            self._float_params()
-
-    # -- checks --------------------------------------------------------------------------------
-    def _tensor(self, name: str) -> Tensor:
-        t = self.inputs[LSTM_INDEX[name]]
-        if t is None:
-            raise UnsupportedOperatorError(f"{self.node}: operand {name} is missing")
-        return t
-
-    def _present(self, name: str) -> bool:
-        return self.inputs[LSTM_INDEX[name]] is not None
-
-    def _refuse(self, what: str) -> UnsupportedOperatorError:
-        return UnsupportedOperatorError(f"{self.node}: LSTM with {what} is not supported")
-
-    def _refuse_variants(self) -> None:
-        if not self._present("input_to_input_weights"):
-            raise self._refuse("coupled input and forget gates (CIFG)")
-        if self._present("projection_weights") or self._present("projection_bias"):
-            raise self._refuse("a projection layer")
-        if any(self._present(f"{g}_layer_norm_coefficients") for g in GATES):
-            raise self._refuse("layer normalization")
-        for g in GATES:
-            for kind in ("input_to", "recurrent_to"):
-                self._tensor(f"{kind}_{g}_weights")
-        x = self.inputs[0]
-        assert x is not None
-        if x.dtype is not DType.FLOAT32:
-            if any(self._present(f"cell_to_{g}_weights") for g in ("input", "forget", "output")):
-                raise self._refuse(f"{x.dtype.value} peephole connections")
-            if self.gate_clip > 0:
-                raise self._refuse(f"{x.dtype.value} input and gate_clip")
-        if self.cell_clip < 0 or self.gate_clip < 0:
-            raise UnsupportedOperatorError(f"{self.node}: clip values must be >= 0")
-
-    # -- float32 -------------------------------------------------------------------------------
-    def _const_f32(self, name: str) -> np.ndarray | None:
-        t = self.inputs[LSTM_INDEX[name]]
-        if t is None:
-            return None
-        data = self.const(LSTM_INDEX[name])
-        if t.dtype is not DType.FLOAT32 or data is None:
-            raise UnsupportedOperatorError(
-                f"{self.node}: float32 LSTM needs float32 constant {name}, got "
-                f"{t.dtype.value} {t.name!r}")
-        return data
-
-    def _float_params(self) -> None:
-        h = self.n_cell
-        self.w_f: list[np.ndarray] = []
-        self.r_f: list[np.ndarray] = []
-        self.b_f: list[np.ndarray] = []
-        for g in GATES:
-            w = self._const_f32(f"input_to_{g}_weights")
-            r = self._const_f32(f"recurrent_to_{g}_weights")
-            b = self._const_f32(f"{g}_gate_bias")
-            assert w is not None and r is not None
-            self.w_f.append(np.ascontiguousarray(w.T))
-            self.r_f.append(np.ascontiguousarray(r.T))
-            self.b_f.append(np.zeros(h, np.float32) if b is None else b)
-        self.peephole = {g: self._const_f32(f"cell_to_{g}_weights")
-                         for g in ("input", "forget", "output")}
+            self.w_f, self.r_f, self.b_f = p.w_f, p.r_f, p.b_f
+            self.peephole = p.peephole or {}
 
     def _gate_f32(self, k: int, x_t: np.ndarray, h: np.ndarray, c: np.ndarray | None,
                   activation: str) -> np.ndarray:
@@ -240,68 +91,6 @@ class Lstm(Layer):
         return (np.tanh(c) * o).astype(np.float32), c.astype(np.float32)
 
     # -- integer -------------------------------------------------------------------------------
-    def _integer_params(self) -> IntegerLstm:
-        x = self.inputs[0]
-        assert x is not None
-        wide = x.dtype is DType.INT16
-        xq = per_tensor(self, x, "input")
-        hidden, cell = self._tensor("output_state"), self._tensor("cell_state")
-        hq = per_tensor(self, hidden, "output_state")
-        cq = per_tensor(self, cell, "cell_state")
-        bias_type = DType.INT64 if wide else DType.INT32
-        if hidden.dtype is not x.dtype or cell.dtype is not DType.INT16:
-            raise UnsupportedOperatorError(
-                f"{self.node}: integer LSTM needs a {x.dtype.value} hidden state and an int16 "
-                f"cell state, got {hidden.dtype.value} and {cell.dtype.value}")
-        if wide and (xq.zp != 0 or hq.zp != 0):
-            raise UnsupportedOperatorError(
-                f"{self.node}: int16 LSTM activations must have zero point 0")
-        gates = tuple(self._integer_gate(g, xq, hq, bias_type) for g in GATES)
-        info = np.iinfo(hidden.dtype.numpy)
-        clip = 0
-        if self.cell_clip > 0:
-            clip = int(min(max(self.cell_clip / cq.s, -32768.0), 32767.0))  # C cast truncates
-        return IntegerLstm(
-            gates, wide,
-            forget_mul=_requant(GATE_OUTPUT_SCALE * cq.s / cq.s),
-            input_mul=_requant(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / cq.s),
-            output_mul=_requant(GATE_OUTPUT_SCALE * GATE_OUTPUT_SCALE / hq.s, hq.zp,
-                                int(info.min), int(info.max)),
-            cell_tanh=Int16InputScaling.for_power(_cell_scale_power(cq.s)),
-            cell_clip=clip, x_zp=xq.zp, h_zp=hq.zp)
-
-    def _integer_gate(self, g: str, xq: QuantParams, hq: QuantParams,
-                      bias_type: DType) -> IntegerGate:
-        """Gate ``g``'s weights, folded biases and FC requantizations (CreateGateParams)."""
-        w_name, r_name = f"input_to_{g}_weights", f"recurrent_to_{g}_weights"
-        w, r = self._int8_weights(w_name), self._int8_weights(r_name)
-        bias = np.zeros(self.n_cell, np.int64)
-        b_t = self.inputs[LSTM_INDEX[f"{g}_gate_bias"]]
-        if b_t is not None:
-            data = self.const(LSTM_INDEX[f"{g}_gate_bias"])
-            if b_t.dtype is not bias_type or data is None:
-                raise UnsupportedOperatorError(
-                    f"{self.node}: integer LSTM needs {bias_type.value} constant biases, got "
-                    f"{b_t.dtype.value} {b_t.name!r}")
-            bias = data.astype(np.int64)
-        ws = per_tensor(self, self._tensor(w_name), w_name).s
-        rs = per_tensor(self, self._tensor(r_name), r_name).s
-        fc_w = _requant(_scale_product(xq.s, ws) / GATE_INPUT_SCALE)
-        fc_r = _requant(_scale_product(hq.s, rs) / GATE_INPUT_SCALE)
-        act = self.activation if g == "cell" else "sigmoid"
-        return IntegerGate(w, r, fold_input_zero_point(bias, w, xq.zp),
-                           fold_input_zero_point(0, r, hq.zp), fc_w, fc_r, act)
-
-    def _int8_weights(self, name: str) -> IntArray:
-        t = self._tensor(name)
-        q: QuantParams = per_tensor(self, t, name)
-        data = self.const(LSTM_INDEX[name])
-        if t.dtype is not DType.INT8 or data is None or q.zp != 0:
-            raise UnsupportedOperatorError(
-                f"{self.node}: integer LSTM needs int8 symmetric constant weights, got "
-                f"{t.dtype.value} {t.name!r} (zero point {q.zp})")
-        return data.astype(np.int64)
-
     def _gate_int(self, gate: IntegerGate, x_t: IntArray, h: IntArray) -> IntArray:
         p = self.params
         acc_w = x_t @ gate.w.T + gate.bias_w

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.backends.ref.kernels.common import per_tensor
-from edgenn.backends.ref.kernels.quantized_types import QUANTIZED, Requant, type_range
+from edgenn.arith.fixed_point import type_range
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
+from edgenn.prepared.quantize import prepare_dequantize, prepare_quantize
 
 
 def round_half_away_array(v: np.ndarray) -> np.ndarray:
@@ -37,47 +36,23 @@ def affine_quantize(x: np.ndarray, scale: float, zero_point: int,
     return np.clip(r, *type_range(dtype)).astype(dtype.numpy)
 
 
-# why these pairs: QUANTIZE's prepare in TFLite Micro (quantize_common.cc) refuses the others
-_REQUANTIZED = {(DType.INT8, DType.INT8), (DType.INT8, DType.INT16), (DType.INT8, DType.INT32),
-                (DType.INT16, DType.INT8), (DType.INT16, DType.INT16),
-                (DType.INT16, DType.INT32), (DType.INT32, DType.INT8),
-                (DType.INT32, DType.INT16), (DType.INT8, DType.UINT8)}
-
-
 @register("Quantize", DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32)
 class Quantize(Layer):
     def build(self) -> None:
-        x, y = self.inputs[0], self.outputs[0]
-        assert x is not None
-        pair = (x.dtype, y.dtype)
-        if (x.dtype is DType.FLOAT32 and y.dtype not in QUANTIZED) or (
-                x.dtype is not DType.FLOAT32 and pair not in _REQUANTIZED):
-            raise UnsupportedOperatorError(f"{self.node}: QUANTIZE from {x.dtype.value} to "
-                                           f"{y.dtype.value} is not supported (TFLite Micro "
-                                           "has no kernel for it)")
-        qo = per_tensor(self, y, "output")
-        self.out_dtype = y.dtype
-        self.scale, self.zp_out = qo.s, qo.zp
-        self.in_dtype = x.dtype
-        self.from_float = x.dtype is DType.FLOAT32
-        self.from_int8 = x.dtype is DType.INT8  # int8 -> int8 (the Cortex-M int8 kernel)
-        self.requant: Requant | None = None
-        if not self.from_float:
-            self.requant = Requant.between(per_tensor(self, x, "input"), qo, x.dtype, y.dtype)
+        self.p = prepare_quantize(self.node, self.graph)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = xs[0]
-        if self.from_float:
-            return [affine_quantize(x, self.scale, self.zp_out, self.out_dtype)]
-        return [x.copy() if self.requant is None else self.requant(x)]
+        x, p = xs[0], self.p
+        if p.from_float:
+            return [affine_quantize(x, p.out_scale, p.out_zp, p.out_dtype)]
+        return [x.copy() if p.requant is None else p.requant(x)]
 
 
 @register("Dequantize", DType.INT8, DType.INT16)
 class Dequantize(Layer):
     def build(self) -> None:
-        q = per_tensor(self, self.inputs[0], "input")
-        self.scale, self.zp = float(q.s), q.zp
+        self.p = prepare_dequantize(self.node, self.graph)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        v = xs[0].astype(np.float64) - self.zp
-        return [(v * self.scale).astype(np.float32)]
+        v = xs[0].astype(np.float64) - self.p.in_zp
+        return [(v * self.p.in_scale).astype(np.float32)]

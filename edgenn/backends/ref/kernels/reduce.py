@@ -18,40 +18,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.arith.fixed_point import (
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_int32,
-)
-from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.kernels.per_sample import BatchView
-from edgenn.backends.ref.kernels.quantized_types import type_range
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
+from edgenn.prepared.reduce import prepare_reduce, requantize_sum
 
 
 @register("Mean", DType.FLOAT32, DType.INT8, DType.INT16)
 class Mean(Layer):
     def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        rank = len(x.shape)
-        self.axes = tuple(sorted({int(a) % rank for a in self.node.attr("axes")}))
-        self.in_shape, self.out_shape = x.shape, self.outputs[0].shape
+        p = self.p = prepare_reduce(self.node, self.graph)
+        self.axes, self.in_shape, self.out_shape = p.axes, p.in_shape, p.out_shape
         self.view = BatchView(self, self.in_shape, self.out_shape)
-        self.count = int(np.prod([x.shape[a] for a in self.axes]))
-        self.int8 = x.dtype in (DType.INT8, DType.INT16)  # quantized (int16: TFLM int16 MEAN)
-        self.lo, self.hi = type_range(x.dtype) if self.int8 else (0, 0)
-        if not self.int8:
-            return
-        qi = per_tensor(self, x, "input")
-        qo = per_tensor(self, self.outputs[0], "output")
-        self.in_zp, self.out_zp = qi.zp, qo.zp
-        mult, shift = quantize_multiplier(qi.s / qo.s)
-        # Fold 1/count into the multiplier as TFLM's QuantizedMeanOrSum does.
-        s = min(self.count.bit_length() - 1, 32, 31 + shift)
-        self.mult = (mult << s) // self.count
-        self.shift = shift - s
+        self.int8 = p.quantized  # int16 too: TFLM's int16 MEAN
 
     def _sum(self, x: np.ndarray, dtype: type) -> np.ndarray:
         """The sum over the reduced axes of each sample (see ``BatchView``)."""
@@ -63,11 +42,8 @@ class Mean(Layer):
         return v.fold(s.reshape((*lead, *self.out_shape)), self.out_shape)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = xs[0]
+        x, p = xs[0], self.p
         if not self.int8:
             s = self._sum(x, np.float32)
-            return [(s / np.float32(self.count)).astype(np.float32)]
-        # why wrap: TFLM sums into int32
-        total = wrap_int32(self._sum(x, np.int64) - self.in_zp * self.count)
-        y = multiply_by_quantized_multiplier(total, self.mult, self.shift)
-        return [np.clip(y + self.out_zp, self.lo, self.hi).astype(x.dtype)]
+            return [(s / np.float32(p.count)).astype(np.float32)]
+        return [requantize_sum(p, self._sum(x, np.int64)).astype(x.dtype)]

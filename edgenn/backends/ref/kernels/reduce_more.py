@@ -18,30 +18,20 @@ from typing import Any
 
 import numpy as np
 
-from edgenn.arith.fixed_point import (
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    wrap_int32,
-)
-from edgenn.backends.ref.kernels.common import per_tensor
 from edgenn.backends.ref.kernels.per_sample import BatchView
-from edgenn.backends.ref.kernels.quantized_types import moved_output_requant, type_range
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
+from edgenn.prepared.reduce import prepare_arg, prepare_reduce, requantize_sum
 
 
 class _Reduction(Layer):
     """Shared build: the input and output shapes and the reduced axes (per sample)."""
 
     def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        self.in_shape, self.out_shape = x.shape, self.outputs[0].shape
+        p = self.p = prepare_reduce(self.node, self.graph)
+        self.in_shape, self.out_shape, self.axes = p.in_shape, p.out_shape, p.axes
         self.view = BatchView(self, self.in_shape, self.out_shape)
-        rank = len(x.shape)
-        self.axes = tuple(sorted({int(a) % rank for a in self.node.attr("axes")}))
-        self.count = int(np.prod([x.shape[a] for a in self.axes], dtype=np.int64))
-        self.dtype = x.dtype
+        self.dtype = p.dtype
 
     def reduce(self, x: np.ndarray, fn: Any, **kwargs: Any) -> np.ndarray:
         """``fn`` over the reduced axes (of each sample, see ``BatchView``)."""
@@ -55,55 +45,33 @@ class _Reduction(Layer):
 
 @register("ReduceMax", DType.FLOAT32, DType.INT8)
 class ReduceMax(_Reduction):
-    largest = True
-
-    def build(self) -> None:
-        super().build()
-        self.requant = moved_output_requant(self)
-
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        y = self.reduce(xs[0], np.max if self.largest else np.min)
-        return [y if self.requant is None else self.requant(y)]
+        y = self.reduce(xs[0], np.max if self.p.largest else np.min)
+        return [y if self.p.requant is None else self.p.requant(y)]
 
 
 @register("ReduceMin", DType.FLOAT32, DType.INT8)
 class ReduceMin(ReduceMax):
-    largest = False
+    pass
 
 
 @register("ReduceSum", DType.FLOAT32, DType.INT8, DType.INT16)
 class ReduceSum(_Reduction):
-    def build(self) -> None:
-        super().build()
-        if self.dtype is DType.FLOAT32:
-            return
-        qi = per_tensor(self, self.inputs[0], "input")
-        qo = per_tensor(self, self.outputs[0], "output")
-        self.in_zp, self.out_zp = qi.zp, qo.zp
-        self.mult, self.shift = quantize_multiplier(qi.s / qo.s)
-        self.lo, self.hi = type_range(self.outputs[0].dtype)
-
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
-        x = xs[0]
+        x, p = xs[0], self.p
         if self.dtype is DType.FLOAT32:
             return [self.reduce(x, np.sum, dtype=np.float32)]
-        # why wrap: TFLM sums into int32
-        total = wrap_int32(self.reduce(x, np.sum, dtype=np.int64) - self.in_zp * self.count)
-        y = multiply_by_quantized_multiplier(total, self.mult, self.shift) + self.out_zp
-        return [np.clip(y, self.lo, self.hi).astype(self.dtype.numpy)]
+        sums = self.reduce(x, np.sum, dtype=np.int64)
+        return [requantize_sum(p, sums).astype(self.dtype.numpy)]
 
 
 @register("ArgMax", DType.FLOAT32, DType.INT8)
 class ArgMax(Layer):
-    largest = True
-
     def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        self.in_shape, self.out_shape = x.shape, self.outputs[0].shape
+        p = self.p = prepare_arg(self.node, self.graph)
+        self.in_shape, self.out_shape = p.in_shape, p.out_shape
         self.view = BatchView(self, self.in_shape, self.out_shape)
-        self.axis = int(self.node.attr("axis")) % len(x.shape)
-        self.last = bool(self.node.attr("select_last_index", False))
+        self.axis, self.last, self.largest = p.axis, p.last, p.largest
         self.out_dtype = self.outputs[0].dtype.numpy
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
@@ -123,4 +91,4 @@ class ArgMax(Layer):
 
 @register("ArgMin", DType.FLOAT32, DType.INT8)
 class ArgMin(ArgMax):
-    largest = False
+    pass

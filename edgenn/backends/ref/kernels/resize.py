@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.arith.resize import c_div, float_taps, integer_taps, nearest_indices
-from edgenn.backends.ref.kernels.quantized_types import moved_output_requant
+from edgenn.arith.resize import c_div
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
+from edgenn.prepared.resize import prepare_resize
 
 F = np.float32
 
@@ -26,23 +25,9 @@ F = np.float32
 @register("Resize", DType.FLOAT32, DType.INT8, DType.INT16)
 class Resize(Layer):
     def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        _, h, w, _ = x.shape
-        oh, ow = (int(s) for s in self.node.attr("size"))
-        self.mode = self.node.attr("mode")
-        self.dtype = x.dtype
-        args = (bool(self.node.attr("align_corners", False)),
-                bool(self.node.attr("half_pixel_centers", False)))
-        self.requant = moved_output_requant(self)
-        if self.mode == "nearest":
-            self.rows, self.cols = nearest_indices(h, oh, *args), nearest_indices(w, ow, *args)
-            return
-        if x.dtype is DType.INT16:
-            raise UnsupportedOperatorError(f"{self.node}: bilinear Resize of int16 is not "
-                                           "supported (TFLite Micro has no such kernel)")
-        taps = float_taps if x.dtype is DType.FLOAT32 else integer_taps
-        self.ty, self.tx = taps(h, oh, *args), taps(w, ow, *args)
+        p = self.p = prepare_resize(self.node, self.graph)
+        self.mode, self.dtype, self.requant = p.mode, p.dtype, p.requant
+        self.rows, self.cols, self.ty, self.tx = p.rows, p.cols, p.y_taps, p.x_taps
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
@@ -56,6 +41,7 @@ class Resize(Layer):
 
     def _bilinear_float(self, x: np.ndarray) -> np.ndarray:
         ty, tx = self.ty, self.tx
+        assert ty is not None and tx is not None
         wy0, wy1 = ty.w_lo[:, None, None], ty.w_hi[:, None, None]
         wx0, wx1 = tx.w_lo[None, :, None], tx.w_hi[None, :, None]
         top, bottom = x[:, ty.lo], x[:, ty.hi]
@@ -66,6 +52,7 @@ class Resize(Layer):
 
     def _bilinear_int(self, x: np.ndarray) -> np.ndarray:
         ty, tx = self.ty, self.tx
+        assert ty is not None and tx is not None
         wy0, wy1 = ty.w_lo[:, None, None], ty.w_hi[:, None, None]
         wx0, wx1 = tx.w_lo[None, :, None], tx.w_hi[None, :, None]
         top, bottom = x[:, ty.lo].astype(np.int64), x[:, ty.hi].astype(np.int64)

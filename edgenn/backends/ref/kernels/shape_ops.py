@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgenn.arith.fixed_point import quantize_scalar
-from edgenn.backends.ref.kernels.common import Int8Requant, Operands, output_requant, per_tensor
+from edgenn.backends.ref.kernels.common import Operands
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import ShapeError, UnsupportedOperatorError
+from edgenn.errors import ShapeError
 from edgenn.ir import DType
+from edgenn.prepared.movement import move_requant, prepare_concat, prepare_pad
 
 _ALL = (DType.FLOAT32, DType.INT8, DType.UINT8, DType.INT16, DType.INT32, DType.INT64)
 _ANY = (*_ALL, DType.BOOL)  # Reshape and Transpose also move comparison results
@@ -32,7 +32,7 @@ class Reshape(Layer):
         # why: only when both sides start with the batch can a larger batch pass through.
         self.batched = bool(x.shape) and x.shape[0] == 1 and bool(self.shape) and self.shape[0] == 1
         self.in_shape = tuple(x.shape)
-        self.requant = output_requant(self)
+        self.requant = move_requant(self.node, self.graph)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]
@@ -55,7 +55,7 @@ class Reshape(Layer):
 class Transpose(Layer):
     def build(self) -> None:
         self.perm = tuple(int(p) for p in self.node.attr("perm"))
-        self.requant = output_requant(self)
+        self.requant = move_requant(self.node, self.graph)
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         y = np.ascontiguousarray(xs[0].transpose(self.perm))
@@ -69,13 +69,8 @@ class Concat(Layer):
 
     def build(self) -> None:
         self.operands = Operands(self.inputs)
-        self.axis = int(self.node.attr("axis")) % len(self.outputs[0].shape)
-        self.rescale: list[Int8Requant | None] = []
-        # why the attribute: TFLite's PACK copies int8 bytes whatever the quantization
-        if self.outputs[0].dtype is DType.INT8 and self.node.attr("requantize", True):
-            qo = per_tensor(self, self.outputs[0], "output")
-            for t in self.inputs:
-                self.rescale.append(Int8Requant.between(per_tensor(self, t, "input"), qo))
+        self.axis = prepare_concat(self.node, self.graph).axis
+        self.rescale = prepare_concat(self.node, self.graph).rescale
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         parts = self.operands.gather(xs)
@@ -90,20 +85,8 @@ class Concat(Layer):
 @register("Pad", *_ALL)
 class Pad(Layer):
     def build(self) -> None:
-        x = self.inputs[0]
-        assert x is not None
-        self.pads = tuple((int(b), int(a)) for b, a in self.node.attr("pads"))
-        if self.pads and self.pads[0] != (0, 0):
-            raise UnsupportedOperatorError(f"{self.node}: padding the batch axis")
-        value = float(self.node.attr("value", 0.0) or 0.0)
-        if x.dtype in (DType.INT8, DType.INT16) and x.quant is not None:
-            q = per_tensor(self, x, "input")
-            info = np.iinfo(x.dtype.numpy)
-            self.value: float | int = min(info.max, max(info.min,
-                                                        quantize_scalar(value, q.s, q.zp)))
-        else:
-            self.value = value
-        self.requant = output_requant(self)
+        p = prepare_pad(self.node, self.graph)
+        self.pads, self.value, self.requant = p.pads, p.value, p.requant
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         x = xs[0]

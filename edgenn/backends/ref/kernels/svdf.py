@@ -20,101 +20,31 @@ state, which the runtime keeps for the next invocation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
-import numpy.typing as npt
 
-from edgenn.arith.fixed_point import (
-    activation_range_float,
-    multiply_by_quantized_multiplier,
-    quantize_multiplier,
-    scale_ratio,
-    wrap_int32,
-)
-from edgenn.backends.ref.kernels.common import Operands, activation_of, per_tensor
+from edgenn.arith.fixed_point import multiply_by_quantized_multiplier, wrap_int32
+from edgenn.backends.ref.kernels.common import Operands
 from edgenn.backends.ref.layer import Layer, register
-from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType
-
-IntArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class IntegerSvdf:
-    """TFLM's OpDataSvdf plus the weights (shared with the Cortex-M kernel)."""
-
-    weights_feature: IntArray  # [F, I]
-    weights_time: IntArray  # [F, M]
-    bias: IntArray  # [U] (zeros when omitted)
-    scale_1: tuple[int, int]  # (multiplier, shift): feature product -> state
-    scale_2: tuple[int, int]  # (multiplier, shift): time product -> output
-    input_zp: int
-    state_zp: int
-    output_zp: int
-    state_lo: int
-    state_hi: int
+from edgenn.prepared.svdf import IntArray, prepare_svdf
 
 
 @register("SVDF", DType.FLOAT32, DType.INT8)
 class Svdf(Layer):
-    """See the module docstring."""
+    """See the module docstring (the constants: ``edgenn.prepared.svdf``)."""
 
     def build(self) -> None:
-        x, wf, wt, bias, state = self.inputs
-        assert x is not None and wf is not None and wt is not None and state is not None
-        self.rank = int(self.node.attr("rank"))
-        self.filters, self.memory = wt.shape
-        self.units = self.filters // self.rank
+        p = prepare_svdf(self.node, self.graph)
+        self.rank, self.filters, self.memory, self.units = p.rank, p.filters, p.memory, p.units
         self.operands = Operands(self.inputs)
         self.present = [i for i, t in enumerate(self.inputs) if t is not None]
-        self.integer = x.dtype is DType.INT8
-        if self.integer:
-            self.params = self._integer_params()
-            return
-        for t in (wf, wt, bias, state):
-            if t is not None and t.dtype is not DType.FLOAT32:
-                raise UnsupportedOperatorError(
-                    f"{self.node}: float32 SVDF needs float32 operands, got {t.dtype.value} "
-                    f"{t.name!r}")
-        wf_data, wt_data = self.const(1), self.const(2)
-        assert wf_data is not None and wt_data is not None
-        self.wf_t = np.ascontiguousarray(wf_data.T)
-        self.wt = wt_data
-        b = self.const(3)
-        self.bias_f = np.zeros(self.units, np.float32) if b is None else b
-        self.lo, self.hi = activation_range_float(activation_of(self))
-
-    def _integer_params(self) -> IntegerSvdf:
-        x, wf, wt, bias, state = self.inputs
-        assert x is not None and wf is not None and wt is not None and state is not None
-        out = self.outputs[0]
-        if wf.dtype is not DType.INT8 or wt.dtype not in (DType.INT8, DType.INT16):
-            raise UnsupportedOperatorError(
-                f"{self.node}: int8 SVDF needs int8 feature weights and int8 or int16 time "
-                f"weights, got {wf.dtype.value} and {wt.dtype.value}")
-        if state.dtype is not wt.dtype or out.dtype is not DType.INT8:
-            raise UnsupportedOperatorError(
-                f"{self.node}: int8 SVDF needs a state of the time weights' type "
-                f"({wt.dtype.value}) and an int8 output, got {state.dtype.value} and "
-                f"{out.dtype.value}")
-        if bias is not None and bias.dtype is not DType.INT32:
-            raise UnsupportedOperatorError(f"{self.node}: int8 SVDF needs an int32 bias")
-        xq, wfq, wtq = (per_tensor(self, t, what) for t, what in
-                        ((x, "input"), (wf, "weights_feature"), (wt, "weights_time")))
-        sq, oq = per_tensor(self, state, "state"), per_tensor(self, out, "output")
-        # why double: the installed TFLM's PrepareSvdf widens the float scales before it
-        # multiplies and divides (its source writes float arithmetic)
-        scale_1 = scale_ratio((xq.s, wfq.s), sq.s)
-        scale_2 = scale_ratio((sq.s, wtq.s), oq.s)
-        wf_data, wt_data, b = self.const(1), self.const(2), self.const(3)
-        assert wf_data is not None and wt_data is not None
-        info = np.iinfo(state.dtype.numpy)
-        return IntegerSvdf(
-            wf_data.astype(np.int64), wt_data.astype(np.int64),
-            np.zeros(self.units, np.int64) if b is None else b.astype(np.int64),
-            quantize_multiplier(scale_1), quantize_multiplier(scale_2),
-            xq.zp, sq.zp, oq.zp, int(info.min), int(info.max))
+        self.integer = p.integer is not None
+        if p.integer is not None:
+            self.params = p.integer
+        else:
+            assert p.wf_t is not None and p.wt is not None and p.bias_f is not None
+            self.wf_t, self.wt, self.bias_f = p.wf_t, p.wt, p.bias_f
+            self.lo, self.hi = p.act_min, p.act_max
 
     def run(self, *xs: np.ndarray) -> list[np.ndarray]:
         ops = dict(zip(self.present, self.operands.gather(xs), strict=True))
