@@ -22,17 +22,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.arith.fixed_point_s16 import reduced_multiplier
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
 from edgenn.backends.cortexm.kernels.dense import pack_dense_weights, packable, pair_elements
-from edgenn.backends.cortexm.kernels.lstm_s8_gen import cell_code, gate_code, offset, unit_rows
+from edgenn.backends.cortexm.kernels.lstm_s8_gen import (
+    Lstm,
+    cell_code,
+    gate_code,
+    integer_lstm,
+    offset,
+    unit_rows,
+)
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.fixed_point_s16 import reduced_multiplier
-from edgenn.backends.ref.kernels.lstm import Lstm, Requant
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+from edgenn.prepared.lstm import GateRequant
 
 STRAIGHT_MAX = 32  # words of a dot product as straight code (about 30 bytes of code each)
 LOOP_WORDS = 16  # words per loop iteration beyond (the test: 5 cycles)
@@ -43,9 +49,8 @@ def _pad4(n: int) -> int:
 
 
 def _layer(node: Node, graph: Graph) -> Lstm:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Lstm)
-    if not layer.integer or not layer.params.wide:
+    layer = integer_lstm(node, graph)
+    if not layer.params.wide:
         raise UnsupportedOperatorError(f"{node}: the generated 16x8 LSTM is int16")
     for u in range(layer.n_cell):
         w, _, r, _ = unit_rows(layer, u)
@@ -161,14 +166,14 @@ static inline __attribute__((always_inline)) int32_t @P@_mbqm64(int32_t v, int32
 """
 
 
-def _fc64(req: Requant, lo: str, hi: str, row: int) -> str:
+def _fc64(req: GateRequant, lo: str, hi: str, row: int) -> str:
     """C expression: TFLite's 64-bit MultiplyByQuantizedMultiplier of the row's accumulator
     (which fits int32: ``_layer``), truncated to int32 as the C++ assignment, saturated to
     int16."""
     acc = lo if row % 2 == 0 else f"(({hi} - {lo}) >> 8)"
     total = 15 - req.shift
     rnd = 1 << (total - 1)
-    return (f"edgenn_ssat(@P@_mbqm64((int32_t){acc}, {int(reduced_multiplier(req.multiplier))}, "
+    return (f"edgenn_ssat(@P@_mbqm64((int32_t){acc}, {int(reduced_multiplier(req.mult))}, "
             f"{rnd & 0xFFFFFFFF}u, {rnd >> 32}, {total}), 16)")
 
 

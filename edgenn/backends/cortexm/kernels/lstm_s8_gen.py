@@ -36,7 +36,6 @@ import numpy as np
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand, i32
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
 from edgenn.backends.cortexm.kernels.dense import (
     _dot_block,
     bias_in_accumulators,
@@ -46,16 +45,43 @@ from edgenn.backends.cortexm.kernels.dense import (
 )
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.lstm import IntegerGate, IntegerLstm, Lstm, Requant
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+from edgenn.prepared.lstm import GateRequant, IntegerGate, IntegerLstm, LstmParams, prepare_lstm
+
+
+@dataclass(frozen=True)
+class Lstm:
+    """An integer LSTM as the generators read it: the prepared record and its integer part."""
+
+    record: LstmParams
+    params: IntegerLstm
+
+    @property
+    def n_cell(self) -> int:
+        return self.record.n_cell
+
+    @property
+    def time_major(self) -> bool:
+        return self.record.time_major
+
+    @property
+    def extra_outputs(self) -> bool:
+        return self.record.extra_outputs
+
+
+def integer_lstm(node: Node, graph: Graph) -> Lstm:
+    """The node's prepared record with its integer part (a float LSTM: refused in one line)."""
+    record = prepare_lstm(node, graph)
+    if record.integer is None:
+        raise UnsupportedOperatorError(f"{node}: the generated LSTM kernels are integer")
+    return Lstm(record, record.integer)
 
 
 def _layer(node: Node, graph: Graph) -> Lstm:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Lstm)
-    if not layer.integer or layer.params.wide:
+    layer = integer_lstm(node, graph)
+    if layer.params.wide:
         raise UnsupportedOperatorError(f"{node}: the generated LSTM is int8")
     return layer
 
@@ -111,14 +137,14 @@ def _weights(layer: Lstm, triples: int) -> np.ndarray:
 class _Fc:
     """One gate FC's requantization to Q3.12 as C (fast: single SMMULR, proven exact)."""
 
-    req: Requant
+    req: GateRequant
     fast: bool
 
     @classmethod
-    def of(cls, req: Requant, w: np.ndarray, bias: np.ndarray) -> _Fc:
+    def of(cls, req: GateRequant, w: np.ndarray, bias: np.ndarray) -> _Fc:
         # zero point 0 and the int8 range only to ask for the proof of the SMMULR form;
         # the kernel saturates to int16 after it
-        mode = fast_requant_mode(w, bias, np.array([req.shift]), np.array([req.multiplier]),
+        mode = fast_requant_mode(w, bias, np.array([req.shift]), np.array([req.mult]),
                                  0, -128, 127)
         return cls(req, bool(mode))
 
@@ -129,10 +155,10 @@ class _Fc:
             r = -self.req.shift
             acc = (f"(int32_t)((uint32_t){lo} << 1)" if row % 2 == 0
                    else f"((int32_t)((uint32_t){hi} - (uint32_t){lo}) >> 7)")
-            return (f"edgenn_ssat(edgenn_requant_doubled({acc}, {self.req.multiplier}, {r}, "
+            return (f"edgenn_ssat(edgenn_requant_doubled({acc}, {self.req.mult}, {r}, "
                     f"{1 << (r - 1)}), 16)")
         acc = lo if row % 2 == 0 else f"((int32_t)((uint32_t){hi} - (uint32_t){lo}) >> 8)"
-        return (f"edgenn_requant_s32({acc}, {self.req.multiplier}, {self.req.shift}, 0, "
+        return (f"edgenn_requant_s32({acc}, {self.req.mult}, {self.req.shift}, 0, "
                 "-32768, 32767)")
 
 
@@ -141,26 +167,26 @@ class _Fc:
 PRODUCT_BOUND = 32767 * 32768
 
 
-def _product(req: Requant, v: str) -> str:
+def _product(req: GateRequant, v: str) -> str:
     """C expression: ``req`` (zero point, clamp) of the element-wise product ``v``. By a
     single SMMULR of the doubled product when ``fast_requant_mode`` proves it exact for
     |v| <= PRODUCT_BOUND (asked with no weights and that bound as the bias), else TFLite's
     double rounding."""
     fast = fast_requant_mode(np.zeros((1, 1), np.int64), np.array([PRODUCT_BOUND]),
-                             np.array([req.shift]), np.array([req.multiplier]),
-                             req.zero_point, -128, 127)
+                             np.array([req.shift]), np.array([req.mult]),
+                             req.out_zp, -128, 127)
     if fast:
         r = -req.shift
-        half = (1 << (r - 1)) + (req.zero_point << r)
-        value = (f"edgenn_requant_doubled((int32_t)((uint32_t)({v}) << 1), {req.multiplier}, "
+        half = (1 << (r - 1)) + (req.out_zp << r)
+        value = (f"edgenn_requant_doubled((int32_t)((uint32_t)({v}) << 1), {req.mult}, "
                  f"{r}, {half})")
-        if (req.lo, req.hi) == (-32768, 32767):
+        if (req.act_min, req.act_max) == (-32768, 32767):
             return f"edgenn_ssat({value}, 16)"
-        if (req.lo, req.hi) == (-128, 127):
+        if (req.act_min, req.act_max) == (-128, 127):
             return f"edgenn_ssat({value}, 8)"
-        return f"edgenn_clamp({value}, {req.lo}, {req.hi})"
-    return (f"edgenn_requant_s32({v}, {req.multiplier}, {req.shift}, {req.zero_point}, "
-            f"{req.lo}, {req.hi})")
+        return f"edgenn_clamp({value}, {req.act_min}, {req.act_max})"
+    return (f"edgenn_requant_s32({v}, {req.mult}, {req.shift}, {req.out_zp}, "
+            f"{req.act_min}, {req.act_max})")
 
 
 def _scaled(v: str, multiplier: int, shift: int) -> str:
