@@ -411,3 +411,48 @@ def test_emulator_int16_window_sweep_matches_reference() -> None:
         if ran == 12:
             break
     assert ran >= 8
+
+
+# depthwise -> pointwise chains on the row-window path (kernels/fused_rows.py), including rows
+# that are not word multiples (DS-CNN's 49x10x1 input: 10-byte rows; odd channel counts),
+# which used to fall back to the ring kernel: (shape, cin, members)
+DWPW_CHAINS: list[tuple[tuple[int, int], int, list[Member]]] = [
+    ((12, 12), 8, [(8, (3, 3), (1, 1), P1, R, True), (16, (1, 1), (1, 1), P0, R, False)]),
+    ((13, 12), 8, [(8, (3, 3), (2, 2), (0, 0, 1, 1), N6, True),
+                   (12, (1, 1), (1, 1), P0, NO, False)]),  # stride-2 depthwise
+    ((9, 7), 5, [(5, (3, 3), (1, 1), P1, R, True), (3, (1, 1), (1, 1), P0, R, False)]),
+    ((13, 10), 1, [(8, (5, 3), (2, 2), (2, 1, 2, 1), R, False),
+                   (8, (3, 3), (1, 1), P1, R, True), (12, (1, 1), (1, 1), P0, R, False)]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DWPW_CHAINS)))
+def test_rows_that_are_not_word_multiples_take_the_row_path(case: int) -> None:
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = DWPW_CHAINS[case]
+    g = chain_graph(np.random.default_rng(800 + case), hw, cin, members)
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    assert plan_rows(node, fg, get_core("cortex-m4")) is not None
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(DWPW_CHAINS)))
+def test_emulator_dw_pw_chains_match_reference(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    hw, cin, members = DWPW_CHAINS[case]
+    rng = np.random.default_rng(800 + case)
+    g = chain_graph(rng, hw, cin, members)
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    x[0] = -128
+    x[1] = 127
+    want = compile_ref(g).run(x)[0]
+    exe = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4")
+    kernels = [str(m["kernel"]) for m in exe.manifest["layers"]]
+    assert kernels == ["edgenn_fused_chain_s8_dsp[ring_hoisted_pair]"], kernels
+    got = exe.run(x)[0]
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -16,8 +16,9 @@ is exactly the KH rows of its window (no top/bottom padding; left/right padding 
 member's). The chain driver (generated C, below) keeps per member a window of KH int8 rows
 in the scratch and pulls rows on demand:
 
-* the window slides: rows the next window still needs move up (a word copy, the rows are
-  multiples of 4 bytes), then the missing rows are produced below them: padding rows as the
+* the window slides: rows the next window still needs move up (a word copy with a byte
+  tail; bytes where a row start is not word aligned, i.e. rows that are not multiples of 4
+  bytes, such as a 10-byte 49x10x1 input row), then the missing rows are produced below them: padding rows as the
   member's input zero point (their products cancel against the folded bias, as the
   per-layer kernels' own padding does), chain-input rows copied, other rows computed by the
   previous member straight into the window;
@@ -32,7 +33,7 @@ int16-window member less than its per-layer kernel (no patch, input words shared
 neighbouring pixels); the chain's RAM is the windows plus the largest member scratch instead
 of the intermediate maps.
 :func:`plan_rows` returns None (the caller then uses the ring kernel of ``fused_chain.py``)
-when a row is not a multiple of 4 bytes or a member's kernel cannot be prepared this way.
+when a member's kernel cannot be prepared this way.
 """
 
 from __future__ import annotations
@@ -173,8 +174,10 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
             return None
         _, in_h, in_w, in_c = x.shape
         _, out_h, out_w, out_c = y.shape
-        if (in_w * in_c) % 4 or (out_w * out_c) % 4:
-            return None
+        # why any row length: the int8 windows are copied and filled by words with a byte
+        # tail (bytes when a row start is not word aligned), so rows that are not word
+        # multiples (DS-CNN's 49x10x1 input) stay on this path; int16 windows (window_conv:
+        # Cin % 4 == 0) are whole words anyway
         # why 2 rows per call for a producer: its kernel's per-call set-up (per channel, for
         # the depthwise-style 1-channel kernels) is then paid once per 2 rows; only where its
         # consumer pulls its rows in order (stride 1) and the rows come in whole pairs
@@ -393,25 +396,39 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         f"    int lo[{n}], n[{n}];",
         "} @P@_state;",
         "",
-        "/* a padding row: the input zero point in every byte (whole words: rows are",
-        " * multiples of 4 bytes) */",
+        "/* a padding row: the input zero point in every byte (whole words where the row",
+        " * starts on a word; a row that is not a word multiple leaves the next unaligned) */",
         "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
         "{",
-        "    uint32_t *dw = (uint32_t *)(void *)d;",
-        "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
-        "    for (int i = 0; i < bytes / 4; i++) {",
-        "        dw[i] = v;",
+        "    int i = 0;",
+        "    if (((uintptr_t)d & 3u) == 0) {",
+        "        uint32_t *dw = (uint32_t *)(void *)d;",
+        "        const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+        "        for (; i < bytes / 4; i++) {",
+        "            dw[i] = v;",
+        "        }",
+        "        i *= 4;",
+        "    }",
+        "    for (; i < bytes; i++) {",
+        "        d[i] = (int8_t)zp;",
         "    }",
         "}",
         "",
-        "/* word copy of whole rows (multiples of 4 bytes; overlapping only downwards, so a",
-        " * forward copy that loads a group of words before storing them is safe). why LDM /",
+        "/* copy of whole rows (overlapping only downwards, so a forward copy that loads a",
+        " * group of words before storing them is safe); words where both ends are word",
+        " * aligned, then the byte tail; bytes otherwise (rows not word multiples). why LDM /",
         " * STM of 8 words: 9 + 9 cycles for 32 bytes on the M4 (the C loop of 4-word groups",
         " * took ~5 cycles a word); r7 stays out of the list (the frame pointer of -O0",
         " * builds); noinline: the 8 clobbered registers would make the inlined chain spill */",
         "static void __attribute__((noinline, unused)) @P@_copy(int8_t *d, const int8_t *src,",
         "                                                        int bytes)",
         "{",
+        "    if (((uintptr_t)d | (uintptr_t)src) & 3u) {",
+        "        for (int i = 0; i < bytes; i++) {",
+        "            d[i] = src[i];",
+        "        }",
+        "        return;",
+        "    }",
         "    uint32_t *dw = (uint32_t *)(void *)d;",
         "    const uint32_t *sw = (const uint32_t *)(const void *)src;",
         "    const uint32_t *end = sw + bytes / 4;",
@@ -436,6 +453,9 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         "    for (; sw < end; sw++, dw++) {",
         "        *dw = *sw;",
+        "    }",
+        "    for (int i = bytes & ~3; i < bytes; i++) {",
+        "        d[i] = src[i];",
         "    }",
         "}",
     ]
