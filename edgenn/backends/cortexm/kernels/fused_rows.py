@@ -18,10 +18,10 @@ in the scratch and pulls rows on demand:
 
 * the window slides: rows the next window still needs move up (a word copy with a byte
   tail; bytes where a row start is not word aligned, i.e. rows that are not multiples of 4
-  bytes, such as a 10-byte 49x10x1 input row), then the missing rows are produced below them: padding rows as the
-  member's input zero point (their products cancel against the folded bias, as the
-  per-layer kernels' own padding does), chain-input rows copied, other rows computed by the
-  previous member straight into the window;
+  bytes, such as a 10-byte 49x10x1 input row), then the missing rows are produced below
+  them: padding rows as the member's input zero point (their products cancel against the
+  folded bias, as the per-layer kernels' own padding does), chain-input rows copied,
+  other rows computed by the previous member straight into the window;
 * member 0 reads the chain input in place when none of its windows leaves the input;
 * the last member writes its rows into the chain output; all members share one scratch
   area for their own kernels' patches (their calls never overlap).
@@ -47,6 +47,8 @@ from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, Tensor
 
+ROWS_PER_CALL = 2  # rows a call for members not next to an int16 window (measured below)
+
 
 def _align16(n: int) -> int:
     return -(-n // 16) * 16
@@ -66,7 +68,9 @@ class MemberRows:
     in_zp: int
     windowed: bool  # False: member 0 reads the chain input in place
     win_off: int  # window offset in the scratch
-    g: int = 1  # output rows per kernel call
+    g: int = 1  # output rows per kernel call (the last call computes rows past out_h when
+    # g does not divide it: into the consumer's window slots past the rows it counts, which
+    # it fills as padding rows later, or for the last member into a staging area)
     g_prev: int = 1  # rows the previous member delivers per call
     wide: bool = False  # an int16 window read by the window_conv kernel (below)
     pl_off: int = 0  # wide: int16 values before a window row's interior (left padding)
@@ -94,6 +98,7 @@ class RowsPlan:
     members: tuple[MemberRows, ...]
     calls: tuple[KernelCall, ...]
     scratch_bytes: int
+    stage_off: int = -1  # the last member's staging rows in the scratch (-1: none)
 
 
 def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
@@ -178,11 +183,17 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
         # tail (bytes when a row start is not word aligned), so rows that are not word
         # multiples (DS-CNN's 49x10x1 input) stay on this path; int16 windows (window_conv:
         # Cin % 4 == 0) are whole words anyway
-        # why 2 rows per call for a producer: its kernel's per-call set-up (per channel, for
-        # the depthwise-style 1-channel kernels) is then paid once per 2 rows; only where its
-        # consumer pulls its rows in order (stride 1) and the rows come in whole pairs
+        # why ROWS_PER_CALL rows per call for a producer: its kernel's per-call set-up (per
+        # channel, for the depthwise-style kernels: the KH - 1 rows gathered again, the
+        # channel set-up) is then paid once per ROWS_PER_CALL rows, and a pointwise member's
+        # pixel pairs span its rows (an odd row width wastes one pixel a call otherwise);
+        # only where the consumer pulls its rows in order (stride 1). When the rows do not
+        # come in whole groups the last call also computes rows past the map, which nobody
+        # reads (see MemberRows.g)
         nxt = members[k + 1] if k + 1 < len(members) else None
-        g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
+        g = ROWS_PER_CALL if out_h > 1 and (nxt is None or int(nxt.attr("strides")[0]) == 1) \
+            else 1
+        g = min(g, out_h)
         # why 1 row per call around an int16 window: the window_conv kernel has no per-call
         # set-up, and every extra row in flight is a whole int16 row of its ring (measured
         # on a 1-channel producer too: 2 rows per call was no faster)
@@ -201,7 +212,9 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
             return None
         kh = graph.tensor(m.inputs[1]).shape[1]
         sh = int(m.attr("strides")[0])
-        windowed = k > 0 or pt > 0 or (out_h - 1) * sh + kh > in_h
+        # a last call past the map reads its window's rows past the input: only a window has
+        # them (padding rows); so does a first member reading padding rows
+        windowed = k > 0 or pt > 0 or (-(-out_h // g) * g - 1) * sh + kh > in_h
         r = MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c, int(vp.in_zp),
                        windowed, 0, g, g_prev)
         if wp is not None:
@@ -218,7 +231,9 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
     for r in rows:
         placed.append(replace(r, win_off=off))
         off += r.window_bytes
-    return RowsPlan(tuple(placed), tuple(calls), off)
+    last = rows[-1]
+    stage = _align16(last.g * last.out_row) if last.out_h % last.g else 0
+    return RowsPlan(tuple(placed), tuple(calls), off + stage, off if stage else -1)
 
 
 def _wide_member_code(k: int, r: MemberRows) -> str:
@@ -279,10 +294,12 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
         lines += [f"    const int8_t *win = s->in + oy * {r.sh * r.in_row};",
                   f"    {stmt}", "}"]
         return "\n".join(lines)
+    got = (f"{r.g_prev}" if r.in_h % r.g_prev == 0 else
+           f"(j - {r.pad_t} + {r.g_prev} <= {r.in_h} ? {r.g_prev} : {r.in_h} - (j - {r.pad_t}))")
     fill = (f"@P@_copy(w, s->in + (j - {r.pad_t}) * {r.in_row}, {r.in_row});\n"
             "            n++;" if k == 0 else
             f"@P@_row{k - 1}(s, j - {r.pad_t}, w);\n"
-            f"            n += {r.g_prev};")
+            f"            n += {got}; /* the rows of the previous member's map */")
     lines += [
         f"    int8_t *win = s->scr + {r.win_off};",
         f"    const int j0 = oy * {r.sh};",
@@ -480,9 +497,14 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         *(f"    @P@_fill16((int16_t *)(void *)(s.scr + {r.win_off}), {r.in_zp}, "
           f"{r.cap * r.row_elems});" for r in plan.members if r.wide),
-        f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
+        f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{",
         f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
         "    }",
+        *([f"    /* the last {last.out_h % last.g} row(s) of a call past the map: staged */",
+           f"    @P@_row{n - 1}(&s, {last.out_h - last.out_h % last.g}, s.scr + {plan.stage_off});",
+           f"    @P@_copy(out + {(last.out_h - last.out_h % last.g) * last.out_row}, "
+           f"s.scr + {plan.stage_off}, {last.out_h % last.g * last.out_row});"]
+          if plan.stage_off >= 0 else []),
         "}",
     ]
     ring = plan.scratch_bytes - plan.members[0].win_off
