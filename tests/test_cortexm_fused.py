@@ -351,17 +351,18 @@ def test_emulator_int16_window_chains_match_reference(case: int) -> None:
 
 def test_int16_windows_against_a_scratch_limit() -> None:
     """Exact byte counts decide under a scratch limit: a 3x3 consumer's int16 ring of KH rows
-    is no larger than its int8 window (two rows a call) plus patch, so a limit keeps it; a
-    first member that would read the chain input in place on the int8 path but needs a
-    widened window on the int16 path goes back to the int8 path."""
+    is no larger than its int8 window at two rows a call plus patch, so the limit is met only
+    by one row a call on the int8 path (KH int8 rows + patch); a first member that would read
+    the chain input in place on the int8 path but needs a widened window on the int16 path
+    goes back to the int8 path (one row a call: next to an int16 window anyway)."""
     from edgenn.backends.cortexm.kernels.fused_rows import _plan_rows, plan_rows
     from edgenn.backends.cortexm.targets import get_core
 
     core = get_core("cortex-m4")
     chains = [(1, [(32, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
-               [False, True]),
-              (4, WIDE_CHAINS[0][2], [False, True])]
-    for cin, members, limited in chains:
+               [False, False], True),
+              (4, WIDE_CHAINS[0][2], [False, True], False)]
+    for cin, members, limited, single in chains:
         g = chain_graph(np.random.default_rng(9), (6, 28), cin, members)
         fg = fused(g, "ring_hoisted_pair")
         (node,) = fg.nodes
@@ -371,10 +372,11 @@ def test_int16_windows_against_a_scratch_limit() -> None:
         assert narrow is not None
         tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
         assert tight is not None and [r.wide for r in tight.members] == limited
-        if limited == [r.wide for r in free.members]:  # nothing smaller exists
+        assert tight.scratch_bytes < free.scratch_bytes
+        assert max(r.g for r in tight.members) == 1
+        if single:  # at two rows a call nothing smaller exists
             assert narrow.scratch_bytes >= free.scratch_bytes
-        else:
-            assert tight.scratch_bytes < free.scratch_bytes
+            assert max(r.g for r in narrow.members) == 2
 
 
 @needs_arm
@@ -456,3 +458,23 @@ def test_emulator_dw_pw_chains_match_reference(case: int) -> None:
     assert kernels == ["edgenn_fused_chain_s8_dsp[ring_hoisted_pair]"], kernels
     got = exe.run(x)[0]
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_rows_per_call_with_an_odd_row_count_and_under_a_limit() -> None:
+    """Two rows a call also when the map's rows are odd (9 here): the last call computes one
+    row past the map, which the last member stages; under a scratch limit the plan falls back
+    to one row a call (windows of KH rows)."""
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = DWPW_CHAINS[2]
+    g = chain_graph(np.random.default_rng(802), hw, cin, members)
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    core = get_core("cortex-m4")
+    free = plan_rows(node, fg, core)
+    assert free is not None
+    assert [r.g for r in free.members] == [2, 2] and free.stage_off >= 0
+    tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
+    assert tight is not None and [r.g for r in tight.members] == [1, 1]
+    assert tight.stage_off < 0 and tight.scratch_bytes < free.scratch_bytes

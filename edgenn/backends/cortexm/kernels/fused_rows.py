@@ -47,7 +47,11 @@ from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, Tensor
 
-ROWS_PER_CALL = 2  # rows a call for members not next to an int16 window (measured below)
+# rows a call for members not next to an int16 window. Measured (Cortex-M4 cycle model) on
+# DS-CNN's 25x5x64 depthwise -> pointwise pairs, fused vs layer by layer: 1 row +31.8%, 2 rows
+# +13.0%, 3 rows +19.8%, 4 rows +16.7% (25 rows: the last call's rows past the map cost more
+# than the set-up they save beyond 2); on a 24x5x64 pair 1 row +32%, 2 +9.7%, 4 +4.7%
+ROWS_PER_CALL = 2
 
 
 def _align16(n: int) -> int:
@@ -146,16 +150,30 @@ def plan_rows(node: Node, graph: Graph, core: Core,
     ``max_scratch_bytes`` attribute, set by a planner under a RAM budget; none: no limit).
     Then members go back to the int8 path one at a time, each time the one whose int8 path
     makes the scratch smallest (exact byte counts of both plans: an int16 ring of KH rows can
-    be smaller than an int8 window plus its patch), until the plan fits or no change helps."""
+    be smaller than an int8 window plus its patch), until the plan fits or no change helps.
+    If it still does not fit, the same with one row a call for every member (each window
+    then holds KH rows instead of KH + 1 for the producer's second row; slower, see
+    ROWS_PER_CALL), the smaller of the two plans when neither fits."""
     if max_scratch is None:
         max_scratch = node.attr("max_scratch_bytes", None)
+    plan = _fit_rows(node, graph, core, max_scratch, ROWS_PER_CALL)
+    if plan is not None and max_scratch is not None and plan.scratch_bytes > int(max_scratch) \
+            and ROWS_PER_CALL > 1:
+        single = _fit_rows(node, graph, core, max_scratch, 1)
+        if single is not None and single.scratch_bytes < plan.scratch_bytes:
+            plan = single
+    return plan
+
+
+def _fit_rows(node: Node, graph: Graph, core: Core, max_scratch: int | None,
+              rows_per_call: int) -> RowsPlan | None:
     wide = _wide_members(node, graph, core)
-    plan = _plan_rows(node, graph, core, wide)
+    plan = _plan_rows(node, graph, core, wide, rows_per_call)
     while plan is not None and max_scratch is not None and plan.scratch_bytes > int(max_scratch):
         best: tuple[int, list[bool], RowsPlan] | None = None
         for k in (k for k, w in enumerate(wide) if w):
             trial = [w and j != k for j, w in enumerate(wide)]
-            p = _plan_rows(node, graph, core, trial)
+            p = _plan_rows(node, graph, core, trial, rows_per_call)
             if p is not None and (best is None or p.scratch_bytes < best[0]):
                 best = (p.scratch_bytes, trial, p)
         if best is None or best[0] >= plan.scratch_bytes:
@@ -164,7 +182,8 @@ def plan_rows(node: Node, graph: Graph, core: Core,
     return plan
 
 
-def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPlan | None:
+def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
+               rows_per_call: int = ROWS_PER_CALL) -> RowsPlan | None:
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
@@ -191,7 +210,7 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
         # come in whole groups the last call also computes rows past the map, which nobody
         # reads (see MemberRows.g)
         nxt = members[k + 1] if k + 1 < len(members) else None
-        g = ROWS_PER_CALL if out_h > 1 and (nxt is None or int(nxt.attr("strides")[0]) == 1) \
+        g = rows_per_call if out_h > 1 and (nxt is None or int(nxt.attr("strides")[0]) == 1) \
             else 1
         g = min(g, out_h)
         # why 1 row per call around an int16 window: the window_conv kernel has no per-call
