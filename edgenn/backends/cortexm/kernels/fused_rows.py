@@ -52,6 +52,10 @@ from edgenn.ir import DType, Graph, Node, Tensor
 # +13.0%, 3 rows +19.8%, 4 rows +16.7% (25 rows: the last call's rows past the map cost more
 # than the set-up they save beyond 2); on a 24x5x64 pair 1 row +32%, 2 +9.7%, 4 +4.7%
 ROWS_PER_CALL = 2
+# rows a map needs before its last call may compute rows past it (one row past the map
+# against (out_h - 1) / 2 calls saved; measured: a 9-row -> 7-row chain -4.6% cycles, DS-CNN's
+# 25-row pairs -14%; a 3-row map would compute a third more)
+RAGGED_MIN_ROWS = 7
 
 
 def _align16(n: int) -> int:
@@ -182,12 +186,44 @@ def _fit_rows(node: Node, graph: Graph, core: Core, max_scratch: int | None,
     return plan
 
 
+def _rows_per_call(node: Node, graph: Graph, wide: list[bool], rows_per_call: int) -> list[int]:
+    """Output rows per kernel call of each member, from the last member backwards.
+
+    why ``rows_per_call`` rows a call: a kernel's per-call set-up (per channel, for the
+    depthwise-style kernels: the KH - 1 rows gathered again, the channel set-up) is then paid
+    once per ``rows_per_call`` rows, and a pointwise member's pixel pairs span its rows (an
+    odd row width wastes one pixel a call otherwise). Only where the consumer pulls the rows
+    in order (stride 1) and takes as many a call itself: a producer running ahead of a
+    one-row consumer makes the consumer's window slide (a copy of its rows) at every call,
+    measured slower than one row each. When the rows do not come in whole groups the last
+    call also computes rows past the map, which nobody reads (MemberRows.g), only on maps of
+    RAGGED_MIN_ROWS rows or more. One row a call next to an int16 window: the window_conv
+    kernel has no per-call set-up, and every extra row in flight is a whole int16 row of its
+    ring (measured on a 1-channel producer too: 2 rows a call was no faster).
+    """
+    members: tuple[Node, ...] = tuple(node.attr("members"))
+    inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
+    gs = [1] * len(members)
+    for k in range(len(members) - 1, -1, -1):
+        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        out_h = y.shape[1]
+        g = rows_per_call
+        if k + 1 < len(members) and (int(members[k + 1].attr("strides")[0]) != 1
+                                     or gs[k + 1] < g or wide[k + 1]):
+            g = 1
+        if wide[k] or (out_h % g and out_h < RAGGED_MIN_ROWS):
+            g = 1
+        gs[k] = min(g, out_h)
+    return gs
+
+
 def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
                rows_per_call: int = ROWS_PER_CALL) -> RowsPlan | None:
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
     calls: list[KernelCall] = []
+    gs = _rows_per_call(node, graph, wide, rows_per_call)
     g_prev = 1
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
@@ -202,22 +238,7 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
         # tail (bytes when a row start is not word aligned), so rows that are not word
         # multiples (DS-CNN's 49x10x1 input) stay on this path; int16 windows (window_conv:
         # Cin % 4 == 0) are whole words anyway
-        # why ROWS_PER_CALL rows per call for a producer: its kernel's per-call set-up (per
-        # channel, for the depthwise-style kernels: the KH - 1 rows gathered again, the
-        # channel set-up) is then paid once per ROWS_PER_CALL rows, and a pointwise member's
-        # pixel pairs span its rows (an odd row width wastes one pixel a call otherwise);
-        # only where the consumer pulls its rows in order (stride 1). When the rows do not
-        # come in whole groups the last call also computes rows past the map, which nobody
-        # reads (see MemberRows.g)
-        nxt = members[k + 1] if k + 1 < len(members) else None
-        g = rows_per_call if out_h > 1 and (nxt is None or int(nxt.attr("strides")[0]) == 1) \
-            else 1
-        g = min(g, out_h)
-        # why 1 row per call around an int16 window: the window_conv kernel has no per-call
-        # set-up, and every extra row in flight is a whole int16 row of its ring (measured
-        # on a 1-channel producer too: 2 rows per call was no faster)
-        if wide[k] or (k + 1 < len(members) and wide[k + 1]):
-            g = 1
+        g = gs[k]
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
             vp = conv_params(vn, vg)
@@ -420,9 +441,58 @@ _WIDE_HELPERS = [
 ]
 
 
+_FILL_WORDS = [
+    "/* a padding row: the input zero point in every byte (whole words: rows are",
+    " * multiples of 4 bytes) */",
+    "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
+    "{",
+    "    uint32_t *dw = (uint32_t *)(void *)d;",
+    "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+    "    for (int i = 0; i < bytes / 4; i++) {",
+    "        dw[i] = v;",
+    "    }",
+    "}",
+]
+_FILL_BYTES = [
+    "/* a padding row: the input zero point in every byte (whole words where the row",
+    " * starts on a word; a row that is not a word multiple leaves the next unaligned) */",
+    "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
+    "{",
+    "    int i = 0;",
+    "    if (((uintptr_t)d & 3u) == 0) {",
+    "        uint32_t *dw = (uint32_t *)(void *)d;",
+    "        const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+    "        for (; i < bytes / 4; i++) {",
+    "            dw[i] = v;",
+    "        }",
+    "        i *= 4;",
+    "    }",
+    "    for (; i < bytes; i++) {",
+    "        d[i] = (int8_t)zp;",
+    "    }",
+    "}",
+]
+_COPY_UNALIGNED = [
+    "    if (((uintptr_t)d | (uintptr_t)src) & 3u) {",
+    "        for (int i = 0; i < bytes; i++) {",
+    "            d[i] = src[i];",
+    "        }",
+    "        return;",
+    "    }",
+]
+_COPY_TAIL = [
+    "    for (int i = bytes & ~3; i < bytes; i++) {",
+    "        d[i] = src[i];",
+    "    }",
+]
+
+
 def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
     """The fused chain's KernelCall: the members' code and arrays plus the row driver."""
     n = len(plan.members)
+    # rows that are not word multiples: byte tails (only then: the word-only helpers of other
+    # chains stay as they were, no alignment test per call)
+    odd = any(r.in_row % 4 or r.out_row % 4 for r in plan.members)
     arrays: list[CArray] = []
     sources: list[str] = []
     code = [
@@ -432,39 +502,18 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         f"    int lo[{n}], n[{n}];",
         "} @P@_state;",
         "",
-        "/* a padding row: the input zero point in every byte (whole words where the row",
-        " * starts on a word; a row that is not a word multiple leaves the next unaligned) */",
-        "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
-        "{",
-        "    int i = 0;",
-        "    if (((uintptr_t)d & 3u) == 0) {",
-        "        uint32_t *dw = (uint32_t *)(void *)d;",
-        "        const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
-        "        for (; i < bytes / 4; i++) {",
-        "            dw[i] = v;",
-        "        }",
-        "        i *= 4;",
-        "    }",
-        "    for (; i < bytes; i++) {",
-        "        d[i] = (int8_t)zp;",
-        "    }",
-        "}",
+        *(_FILL_BYTES if odd else _FILL_WORDS),
         "",
         "/* copy of whole rows (overlapping only downwards, so a forward copy that loads a",
-        " * group of words before storing them is safe); words where both ends are word",
-        " * aligned, then the byte tail; bytes otherwise (rows not word multiples). why LDM /",
+        " * group of words before storing them is safe); whole words, and in a chain with",
+        " * rows that are not word multiples a byte tail (bytes when not aligned). why LDM /",
         " * STM of 8 words: 9 + 9 cycles for 32 bytes on the M4 (the C loop of 4-word groups",
         " * took ~5 cycles a word); r7 stays out of the list (the frame pointer of -O0",
         " * builds); noinline: the 8 clobbered registers would make the inlined chain spill */",
         "static void __attribute__((noinline, unused)) @P@_copy(int8_t *d, const int8_t *src,",
         "                                                        int bytes)",
         "{",
-        "    if (((uintptr_t)d | (uintptr_t)src) & 3u) {",
-        "        for (int i = 0; i < bytes; i++) {",
-        "            d[i] = src[i];",
-        "        }",
-        "        return;",
-        "    }",
+        *(_COPY_UNALIGNED if odd else []),
         "    uint32_t *dw = (uint32_t *)(void *)d;",
         "    const uint32_t *sw = (const uint32_t *)(const void *)src;",
         "    const uint32_t *end = sw + bytes / 4;",
@@ -490,9 +539,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    for (; sw < end; sw++, dw++) {",
         "        *dw = *sw;",
         "    }",
-        "    for (int i = bytes & ~3; i < bytes; i++) {",
-        "        d[i] = src[i];",
-        "    }",
+        *(_COPY_TAIL if odd else []),
         "}",
     ]
     if any(r.wide for r in plan.members):
@@ -516,7 +563,9 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         *(f"    @P@_fill16((int16_t *)(void *)(s.scr + {r.win_off}), {r.in_zp}, "
           f"{r.cap * r.row_elems});" for r in plan.members if r.wide),
-        f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{",
+        (f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{"
+         if plan.stage_off >= 0 else
+         f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{"),
         f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
         "    }",
         *([f"    /* the last {last.out_h % last.g} row(s) of a call past the map: staged */",
