@@ -200,9 +200,9 @@ def _rows_per_call(node: Node, graph: Graph, wide: list[bool], rows_per_call: in
     row each: the consumer's window slides at every call). Even maps keep two rows a call
     ahead of a one-row consumer: on VWW (depthwise producers ahead of 1x1 consumers) one row
     each measured 11.14 M instead of 10.80 M cycles fused (arena 68.7 KB instead of 96.6 KB).
-    One row a call next to an int16 window: the window_conv
-    kernel has no per-call set-up, and every extra row in flight is a whole int16 row of its
-    ring (measured on a 1-channel producer too: 2 rows a call was no faster).
+    One row a call next to an int16 window: the window_conv kernel has no per-call set-up,
+    and every extra row in flight is a whole int16 row of its ring (measured on a 1-channel
+    producer too: 2 rows a call was no faster).
     """
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
