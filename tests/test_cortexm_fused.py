@@ -351,17 +351,18 @@ def test_emulator_int16_window_chains_match_reference(case: int) -> None:
 
 def test_int16_windows_against_a_scratch_limit() -> None:
     """Exact byte counts decide under a scratch limit: a 3x3 consumer's int16 ring of KH rows
-    is no larger than its int8 window (two rows a call) plus patch, so a limit keeps it; a
-    first member that would read the chain input in place on the int8 path but needs a
-    widened window on the int16 path goes back to the int8 path."""
+    is no larger than its int8 window at two rows a call plus patch, so the limit is met only
+    by one row a call on the int8 path (KH int8 rows + patch); a first member that would read
+    the chain input in place on the int8 path but needs a widened window on the int16 path
+    goes back to the int8 path (one row a call: next to an int16 window anyway)."""
     from edgenn.backends.cortexm.kernels.fused_rows import _plan_rows, plan_rows
     from edgenn.backends.cortexm.targets import get_core
 
     core = get_core("cortex-m4")
     chains = [(1, [(32, (3, 3), (1, 1), P0, R, False), (8, (3, 3), (1, 1), P0, R, False)],
-               [False, True]),
-              (4, WIDE_CHAINS[0][2], [False, True])]
-    for cin, members, limited in chains:
+               [False, False], True),
+              (4, WIDE_CHAINS[0][2], [False, True], False)]
+    for cin, members, limited, single in chains:
         g = chain_graph(np.random.default_rng(9), (6, 28), cin, members)
         fg = fused(g, "ring_hoisted_pair")
         (node,) = fg.nodes
@@ -371,10 +372,11 @@ def test_int16_windows_against_a_scratch_limit() -> None:
         assert narrow is not None
         tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
         assert tight is not None and [r.wide for r in tight.members] == limited
-        if limited == [r.wide for r in free.members]:  # nothing smaller exists
+        assert tight.scratch_bytes < free.scratch_bytes
+        assert max(r.g for r in tight.members) == 1
+        if single:  # at two rows a call nothing smaller exists
             assert narrow.scratch_bytes >= free.scratch_bytes
-        else:
-            assert tight.scratch_bytes < free.scratch_bytes
+            assert max(r.g for r in narrow.members) == 2
 
 
 @needs_arm
@@ -411,3 +413,116 @@ def test_emulator_int16_window_sweep_matches_reference() -> None:
         if ran == 12:
             break
     assert ran >= 8
+
+
+# depthwise -> pointwise chains on the row-window path (kernels/fused_rows.py), including rows
+# that are not word multiples (DS-CNN's 49x10x1 input: 10-byte rows; odd channel counts),
+# which used to fall back to the ring kernel: (shape, cin, members)
+DWPW_CHAINS: list[tuple[tuple[int, int], int, list[Member]]] = [
+    ((12, 12), 8, [(8, (3, 3), (1, 1), P1, R, True), (16, (1, 1), (1, 1), P0, R, False)]),
+    ((13, 12), 8, [(8, (3, 3), (2, 2), (0, 0, 1, 1), N6, True),
+                   (12, (1, 1), (1, 1), P0, NO, False)]),  # stride-2 depthwise
+    ((9, 7), 5, [(5, (3, 3), (1, 1), P1, R, True), (3, (1, 1), (1, 1), P0, R, False)]),
+    ((13, 10), 1, [(8, (5, 3), (2, 2), (2, 1, 2, 1), R, False),
+                   (8, (3, 3), (1, 1), P1, R, True), (12, (1, 1), (1, 1), P0, R, False)]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DWPW_CHAINS)))
+def test_rows_that_are_not_word_multiples_take_the_row_path(case: int) -> None:
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = DWPW_CHAINS[case]
+    g = chain_graph(np.random.default_rng(800 + case), hw, cin, members)
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    assert plan_rows(node, fg, get_core("cortex-m4")) is not None
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(DWPW_CHAINS)))
+def test_emulator_dw_pw_chains_match_reference(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    hw, cin, members = DWPW_CHAINS[case]
+    rng = np.random.default_rng(800 + case)
+    g = chain_graph(rng, hw, cin, members)
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    x[0] = -128
+    x[1] = 127
+    want = compile_ref(g).run(x)[0]
+    exe = compile_model(fused(g, "ring_hoisted_pair"), target="cortex-m4")
+    kernels = [str(m["kernel"]) for m in exe.manifest["layers"]]
+    assert kernels == ["edgenn_fused_chain_s8_dsp[ring_hoisted_pair]"], kernels
+    got = exe.run(x)[0]
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_rows_per_call_with_an_odd_row_count_and_under_a_limit() -> None:
+    """Two rows a call also when the map's rows are odd (9 here): the last call computes one
+    row past the map, which the last member stages; under a scratch limit the plan falls back
+    to one row a call (windows of KH rows)."""
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    hw, cin, members = DWPW_CHAINS[2]
+    g = chain_graph(np.random.default_rng(802), hw, cin, members)
+    fg = fused(g, "ring_hoisted_pair")
+    (node,) = fg.nodes
+    core = get_core("cortex-m4")
+    free = plan_rows(node, fg, core)
+    assert free is not None
+    assert [r.g for r in free.members] == [2, 2] and free.stage_off >= 0
+    tight = plan_rows(node, fg, core, max_scratch=free.scratch_bytes - 1)
+    assert tight is not None and [r.g for r in tight.members] == [1, 1]
+    assert tight.stage_off < 0 and tight.scratch_bytes < free.scratch_bytes
+
+
+@needs_arm
+@pytest.mark.slow
+def test_emulator_row_path_sweep_odd_rows_matches_reference() -> None:
+    """Random depthwise / pointwise / 3x3 chains with odd map heights (two rows a call, the
+    last call past the map) and row lengths that are not word multiples."""
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+    from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
+    from edgenn.backends.cortexm.targets import get_core
+
+    rng = np.random.default_rng(1100)
+    core = get_core("cortex-m4")
+    ran = ragged = 0
+    for _ in range(30):
+        cin = int(rng.integers(1, 9))
+        members: list[Member] = []
+        c = cin
+        for _ in range(int(rng.integers(2, 4))):
+            kind = int(rng.integers(0, 3))
+            s = int(rng.choice([1, 1, 2]))
+            act = R if rng.random() < 0.5 else N6
+            if kind == 0:  # depthwise 3x3, multiplier 1
+                members.append((c, (3, 3), (s, s), P1, act, True))
+            elif kind == 1:  # pointwise
+                c = int(rng.integers(2, 17))
+                members.append((c, (1, 1), (1, 1), P0, act, False))
+            else:
+                c = int(rng.integers(2, 13))
+                members.append((c, (3, 3), (s, s), P1, act, False))
+        hw = (int(rng.integers(7, 14)) | 1, int(rng.integers(3, 10)))
+        g = chain_graph(rng, hw, cin, members)
+        fg = fused(g, "ring_hoisted_pair")
+        (node,) = fg.nodes
+        plan = plan_rows(node, fg, core)
+        if plan is None:
+            continue
+        ragged += any(r.out_h % r.g for r in plan.members)
+        x = rng.integers(-128, 128, size=(2, *hw, cin)).astype(np.int8)
+        x[0] = -128
+        want = compile_ref(g).run(x)[0]
+        got = compile_model(fg, target="cortex-m4").run(x)[0]
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=str((hw, cin, members)))
+        ran += 1
+        if ran == 10:
+            break
+    assert ran >= 8 and ragged >= 3, (ran, ragged)

@@ -16,11 +16,12 @@ is exactly the KH rows of its window (no top/bottom padding; left/right padding 
 member's). The chain driver (generated C, below) keeps per member a window of KH int8 rows
 in the scratch and pulls rows on demand:
 
-* the window slides: rows the next window still needs move up (a word copy, the rows are
-  multiples of 4 bytes), then the missing rows are produced below them: padding rows as the
-  member's input zero point (their products cancel against the folded bias, as the
-  per-layer kernels' own padding does), chain-input rows copied, other rows computed by the
-  previous member straight into the window;
+* the window slides: rows the next window still needs move up (a word copy with a byte
+  tail; bytes where a row start is not word aligned, i.e. rows that are not multiples of 4
+  bytes, such as a 10-byte 49x10x1 input row), then the missing rows are produced below
+  them: padding rows as the member's input zero point (their products cancel against the
+  folded bias, as the per-layer kernels' own padding does), chain-input rows copied,
+  other rows computed by the previous member straight into the window;
 * member 0 reads the chain input in place when none of its windows leaves the input;
 * the last member writes its rows into the chain output; all members share one scratch
   area for their own kernels' patches (their calls never overlap).
@@ -32,7 +33,7 @@ int16-window member less than its per-layer kernel (no patch, input words shared
 neighbouring pixels); the chain's RAM is the windows plus the largest member scratch instead
 of the intermediate maps.
 :func:`plan_rows` returns None (the caller then uses the ring kernel of ``fused_chain.py``)
-when a row is not a multiple of 4 bytes or a member's kernel cannot be prepared this way.
+when a member's kernel cannot be prepared this way.
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, Tensor
+
+# rows a call for members not next to an int16 window. Measured (Cortex-M4 cycle model) on
+# DS-CNN's 25x5x64 depthwise -> pointwise pairs, fused vs layer by layer: 1 row +31.8%, 2 rows
+# +13.0%, 3 rows +19.8%, 4 rows +16.7% (25 rows: the last call's rows past the map cost more
+# than the set-up they save beyond 2); on a 24x5x64 pair 1 row +32%, 2 +9.7%, 4 +4.7%
+ROWS_PER_CALL = 2
+# rows a map needs before its last call may compute rows past it (one row past the map
+# against (out_h - 1) / 2 calls saved; measured: a 9-row -> 7-row chain -4.6% cycles, DS-CNN's
+# 25-row pairs -14%; a 3-row map would compute a third more)
+RAGGED_MIN_ROWS = 7
 
 
 def _align16(n: int) -> int:
@@ -65,7 +76,9 @@ class MemberRows:
     in_zp: int
     windowed: bool  # False: member 0 reads the chain input in place
     win_off: int  # window offset in the scratch
-    g: int = 1  # output rows per kernel call
+    g: int = 1  # output rows per kernel call (the last call computes rows past out_h when
+    # g does not divide it: into the consumer's window slots past the rows it counts, which
+    # it fills as padding rows later, or for the last member into a staging area)
     g_prev: int = 1  # rows the previous member delivers per call
     wide: bool = False  # an int16 window read by the window_conv kernel (below)
     pl_off: int = 0  # wide: int16 values before a window row's interior (left padding)
@@ -93,6 +106,7 @@ class RowsPlan:
     members: tuple[MemberRows, ...]
     calls: tuple[KernelCall, ...]
     scratch_bytes: int
+    stage_off: int = -1  # the last member's staging rows in the scratch (-1: none)
 
 
 def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
@@ -140,16 +154,30 @@ def plan_rows(node: Node, graph: Graph, core: Core,
     ``max_scratch_bytes`` attribute, set by a planner under a RAM budget; none: no limit).
     Then members go back to the int8 path one at a time, each time the one whose int8 path
     makes the scratch smallest (exact byte counts of both plans: an int16 ring of KH rows can
-    be smaller than an int8 window plus its patch), until the plan fits or no change helps."""
+    be smaller than an int8 window plus its patch), until the plan fits or no change helps.
+    If it still does not fit, the same with one row a call for every member (each window
+    then holds KH rows instead of KH + 1 for the producer's second row; slower, see
+    ROWS_PER_CALL), the smaller of the two plans when neither fits."""
     if max_scratch is None:
         max_scratch = node.attr("max_scratch_bytes", None)
+    plan = _fit_rows(node, graph, core, max_scratch, ROWS_PER_CALL)
+    if plan is not None and max_scratch is not None and plan.scratch_bytes > int(max_scratch) \
+            and ROWS_PER_CALL > 1:
+        single = _fit_rows(node, graph, core, max_scratch, 1)
+        if single is not None and single.scratch_bytes < plan.scratch_bytes:
+            plan = single
+    return plan
+
+
+def _fit_rows(node: Node, graph: Graph, core: Core, max_scratch: int | None,
+              rows_per_call: int) -> RowsPlan | None:
     wide = _wide_members(node, graph, core)
-    plan = _plan_rows(node, graph, core, wide)
+    plan = _plan_rows(node, graph, core, wide, rows_per_call)
     while plan is not None and max_scratch is not None and plan.scratch_bytes > int(max_scratch):
         best: tuple[int, list[bool], RowsPlan] | None = None
         for k in (k for k, w in enumerate(wide) if w):
             trial = [w and j != k for j, w in enumerate(wide)]
-            p = _plan_rows(node, graph, core, trial)
+            p = _plan_rows(node, graph, core, trial, rows_per_call)
             if p is not None and (best is None or p.scratch_bytes < best[0]):
                 best = (p.scratch_bytes, trial, p)
         if best is None or best[0] >= plan.scratch_bytes:
@@ -158,11 +186,47 @@ def plan_rows(node: Node, graph: Graph, core: Core,
     return plan
 
 
-def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPlan | None:
+def _rows_per_call(node: Node, graph: Graph, wide: list[bool], rows_per_call: int) -> list[int]:
+    """Output rows per kernel call of each member, from the last member backwards.
+
+    why ``rows_per_call`` rows a call: a kernel's per-call set-up (per channel, for the
+    depthwise-style kernels: the KH - 1 rows gathered again, the channel set-up) is then paid
+    once per ``rows_per_call`` rows, and a pointwise member's pixel pairs span its rows (an
+    odd row width wastes one pixel a call otherwise). Only where the consumer pulls the rows
+    in order (stride 1), or for the last member. When the rows do not come in whole groups
+    the last call also computes rows past the map, which nobody reads (MemberRows.g): only
+    on maps of RAGGED_MIN_ROWS rows or more, and where the consumer takes as many rows a
+    call (a 9-row producer running ahead of a one-row 3x3 consumer measured slower than one
+    row each: the consumer's window slides at every call). Even maps keep two rows a call
+    ahead of a one-row consumer: on VWW (depthwise producers ahead of 1x1 consumers) one row
+    each measured 11.14 M instead of 10.80 M cycles fused (arena 68.7 KB instead of 96.6 KB).
+    One row a call next to an int16 window: the window_conv kernel has no per-call set-up,
+    and every extra row in flight is a whole int16 row of its ring (measured on a 1-channel
+    producer too: 2 rows a call was no faster).
+    """
+    members: tuple[Node, ...] = tuple(node.attr("members"))
+    inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
+    gs = [1] * len(members)
+    for k in range(len(members) - 1, -1, -1):
+        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        out_h = y.shape[1]
+        g = rows_per_call
+        nxt = k + 1 < len(members)
+        if wide[k] or (nxt and (int(members[k + 1].attr("strides")[0]) != 1 or wide[k + 1])):
+            g = 1
+        if out_h % g and (out_h < RAGGED_MIN_ROWS or (nxt and gs[k + 1] < g)):
+            g = 1
+        gs[k] = min(g, out_h)
+    return gs
+
+
+def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
+               rows_per_call: int = ROWS_PER_CALL) -> RowsPlan | None:
     members: tuple[Node, ...] = tuple(node.attr("members"))
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     rows: list[MemberRows] = []
     calls: list[KernelCall] = []
+    gs = _rows_per_call(node, graph, wide, rows_per_call)
     g_prev = 1
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
@@ -173,18 +237,11 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
             return None
         _, in_h, in_w, in_c = x.shape
         _, out_h, out_w, out_c = y.shape
-        if (in_w * in_c) % 4 or (out_w * out_c) % 4:
-            return None
-        # why 2 rows per call for a producer: its kernel's per-call set-up (per channel, for
-        # the depthwise-style 1-channel kernels) is then paid once per 2 rows; only where its
-        # consumer pulls its rows in order (stride 1) and the rows come in whole pairs
-        nxt = members[k + 1] if k + 1 < len(members) else None
-        g = 2 if out_h % 2 == 0 and (nxt is None or int(nxt.attr("strides")[0]) == 1) else 1
-        # why 1 row per call around an int16 window: the window_conv kernel has no per-call
-        # set-up, and every extra row in flight is a whole int16 row of its ring (measured
-        # on a 1-channel producer too: 2 rows per call was no faster)
-        if wide[k] or (k + 1 < len(members) and wide[k + 1]):
-            g = 1
+        # why any row length: the int8 windows are copied and filled by words with a byte
+        # tail (bytes when a row start is not word aligned), so rows that are not word
+        # multiples (DS-CNN's 49x10x1 input) stay on this path; int16 windows (window_conv:
+        # Cin % 4 == 0) are whole words anyway
+        g = gs[k]
         try:
             vn, vg, pt = _virtual_member(m, x, y, graph, g)
             vp = conv_params(vn, vg)
@@ -198,7 +255,9 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
             return None
         kh = graph.tensor(m.inputs[1]).shape[1]
         sh = int(m.attr("strides")[0])
-        windowed = k > 0 or pt > 0 or (out_h - 1) * sh + kh > in_h
+        # a last call past the map reads its window's rows past the input: only a window has
+        # them (padding rows); so does a first member reading padding rows
+        windowed = k > 0 or pt > 0 or (-(-out_h // g) * g - 1) * sh + kh > in_h
         r = MemberRows(kh, sh, pt, in_h, in_w * in_c, out_h, out_w * out_c, int(vp.in_zp),
                        windowed, 0, g, g_prev)
         if wp is not None:
@@ -215,7 +274,9 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool]) -> RowsPl
     for r in rows:
         placed.append(replace(r, win_off=off))
         off += r.window_bytes
-    return RowsPlan(tuple(placed), tuple(calls), off)
+    last = rows[-1]
+    stage = _align16(last.g * last.out_row) if last.out_h % last.g else 0
+    return RowsPlan(tuple(placed), tuple(calls), off + stage, off if stage else -1)
 
 
 def _wide_member_code(k: int, r: MemberRows) -> str:
@@ -276,10 +337,12 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
         lines += [f"    const int8_t *win = s->in + oy * {r.sh * r.in_row};",
                   f"    {stmt}", "}"]
         return "\n".join(lines)
+    got = (f"{r.g_prev}" if r.in_h % r.g_prev == 0 else
+           f"(j - {r.pad_t} + {r.g_prev} <= {r.in_h} ? {r.g_prev} : {r.in_h} - (j - {r.pad_t}))")
     fill = (f"@P@_copy(w, s->in + (j - {r.pad_t}) * {r.in_row}, {r.in_row});\n"
             "            n++;" if k == 0 else
             f"@P@_row{k - 1}(s, j - {r.pad_t}, w);\n"
-            f"            n += {r.g_prev};")
+            f"            n += {got}; /* the rows of the previous member's map */")
     lines += [
         f"    int8_t *win = s->scr + {r.win_off};",
         f"    const int j0 = oy * {r.sh};",
@@ -381,9 +444,58 @@ _WIDE_HELPERS = [
 ]
 
 
+_FILL_WORDS = [
+    "/* a padding row: the input zero point in every byte (whole words: rows are",
+    " * multiples of 4 bytes) */",
+    "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
+    "{",
+    "    uint32_t *dw = (uint32_t *)(void *)d;",
+    "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+    "    for (int i = 0; i < bytes / 4; i++) {",
+    "        dw[i] = v;",
+    "    }",
+    "}",
+]
+_FILL_BYTES = [
+    "/* a padding row: the input zero point in every byte (whole words where the row",
+    " * starts on a word; a row that is not a word multiple leaves the next unaligned) */",
+    "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
+    "{",
+    "    int i = 0;",
+    "    if (((uintptr_t)d & 3u) == 0) {",
+    "        uint32_t *dw = (uint32_t *)(void *)d;",
+    "        const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
+    "        for (; i < bytes / 4; i++) {",
+    "            dw[i] = v;",
+    "        }",
+    "        i *= 4;",
+    "    }",
+    "    for (; i < bytes; i++) {",
+    "        d[i] = (int8_t)zp;",
+    "    }",
+    "}",
+]
+_COPY_UNALIGNED = [
+    "    if (((uintptr_t)d | (uintptr_t)src) & 3u) {",
+    "        for (int i = 0; i < bytes; i++) {",
+    "            d[i] = src[i];",
+    "        }",
+    "        return;",
+    "    }",
+]
+_COPY_TAIL = [
+    "    for (int i = bytes & ~3; i < bytes; i++) {",
+    "        d[i] = src[i];",
+    "    }",
+]
+
+
 def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
     """The fused chain's KernelCall: the members' code and arrays plus the row driver."""
     n = len(plan.members)
+    # rows that are not word multiples: byte tails (only then: the word-only helpers of other
+    # chains stay as they were, no alignment test per call)
+    odd = any(r.in_row % 4 or r.out_row % 4 for r in plan.members)
     arrays: list[CArray] = []
     sources: list[str] = []
     code = [
@@ -393,25 +505,18 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         f"    int lo[{n}], n[{n}];",
         "} @P@_state;",
         "",
-        "/* a padding row: the input zero point in every byte (whole words: rows are",
-        " * multiples of 4 bytes) */",
-        "static void __attribute__((unused)) @P@_fill(int8_t *d, int zp, int bytes)",
-        "{",
-        "    uint32_t *dw = (uint32_t *)(void *)d;",
-        "    const uint32_t v = (uint32_t)(uint8_t)zp * 0x01010101u;",
-        "    for (int i = 0; i < bytes / 4; i++) {",
-        "        dw[i] = v;",
-        "    }",
-        "}",
+        *(_FILL_BYTES if odd else _FILL_WORDS),
         "",
-        "/* word copy of whole rows (multiples of 4 bytes; overlapping only downwards, so a",
-        " * forward copy that loads a group of words before storing them is safe). why LDM /",
+        "/* copy of whole rows (overlapping only downwards, so a forward copy that loads a",
+        " * group of words before storing them is safe); whole words, and in a chain with",
+        " * rows that are not word multiples a byte tail (bytes when not aligned). why LDM /",
         " * STM of 8 words: 9 + 9 cycles for 32 bytes on the M4 (the C loop of 4-word groups",
         " * took ~5 cycles a word); r7 stays out of the list (the frame pointer of -O0",
         " * builds); noinline: the 8 clobbered registers would make the inlined chain spill */",
         "static void __attribute__((noinline, unused)) @P@_copy(int8_t *d, const int8_t *src,",
         "                                                        int bytes)",
         "{",
+        *(_COPY_UNALIGNED if odd else []),
         "    uint32_t *dw = (uint32_t *)(void *)d;",
         "    const uint32_t *sw = (const uint32_t *)(const void *)src;",
         "    const uint32_t *end = sw + bytes / 4;",
@@ -437,6 +542,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    for (; sw < end; sw++, dw++) {",
         "        *dw = *sw;",
         "    }",
+        *(_COPY_TAIL if odd else []),
         "}",
     ]
     if any(r.wide for r in plan.members):
@@ -460,9 +566,16 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         *(f"    @P@_fill16((int16_t *)(void *)(s.scr + {r.win_off}), {r.in_zp}, "
           f"{r.cap * r.row_elems});" for r in plan.members if r.wide),
-        f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
+        (f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{"
+         if plan.stage_off >= 0 else
+         f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{"),
         f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
         "    }",
+        *([f"    /* the last {last.out_h % last.g} row(s) of a call past the map: staged */",
+           f"    @P@_row{n - 1}(&s, {last.out_h - last.out_h % last.g}, s.scr + {plan.stage_off});",
+           f"    @P@_copy(out + {(last.out_h - last.out_h % last.g) * last.out_row}, "
+           f"s.scr + {plan.stage_off}, {last.out_h % last.g * last.out_row});"]
+          if plan.stage_off >= 0 else []),
         "}",
     ]
     ring = plan.scratch_bytes - plan.members[0].win_off
