@@ -106,7 +106,10 @@ def test_bench_json_has_the_documented_keys(tmp_path: Path,
     assert {"total_cycles", "layers", "arena_bytes", "stack_bytes", "flash_bytes",
             "ram_bytes"} <= set(report) and {"clock_hz", "cycle_model"} <= set(report["extra"])
     assert report["extra"]["clock_hz"] == 64e6 and report["extra"]["cycle_model"]
-    assert [layer["macs"] for layer in report["layers"]] == [97_344, 2_654_208]
+    # the default --fuse auto measured both plans and fused the conv1 -> conv2 chain (faster)
+    assert [layer["op"] for layer in report["layers"]] == ["FusedConvChain"]
+    assert [layer["macs"] for layer in report["layers"]] == [97_344 + 2_654_208]
+    assert report["extra"]["fusion_plan"]
     assert sum(layer["cycles"] for layer in report["layers"]) <= report["total_cycles"]
     assert 0 < report["stack_bytes"] < 2048 and report["arena_bytes"] <= 29_824
     assert "cycles" in capsys.readouterr().out
