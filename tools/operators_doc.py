@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -141,6 +142,49 @@ def _models_section() -> list[str]:
             f"| {num('arena_bytes')} | {num('tflm_arena_bytes')} | {num('flash_bytes')} "
             f"| {m['ref_mismatches']} / {m.get('m4_mismatches', '-')} of "
             f"{m['output_values']:,} |")
+    return lines + _peer_section(doc)
+
+
+def _peer_section(doc: dict[str, Any]) -> list[str]:
+    """edgenn beside the TFLite Micro + CMSIS-NN firmware (the ``tflm_cmsis_nn`` entries)."""
+    models = [m for m in doc["models"] if isinstance(m, dict) and m.get("tflm_cmsis_nn")]
+    if not models:
+        return []
+    lines = ["", "## Beside TFLite Micro + CMSIS-NN", "",
+             "The same run of `benchmarks/operator_models.py` also runs the peer: TFLite Micro + "
+             "CMSIS-NN built for the same cycle model (`../shared/baselines/tflm_cmsis_nn_m4/`, "
+             "its README gives the sources and flags), in the same emulator, on the inputs its "
+             "README names (`numpy.random.default_rng(0)`, 3 samples, the median). Where the "
+             "peer as built cannot allocate a model, the patched firmware its README describes "
+             "stands in (named in the table). *20 stateful*: the median over 20 consecutive "
+             "invocations that carry the model's state. *slowest operator*: the edgenn layer "
+             "with the highest ratio of its cycles to the peer's same operator (its `_opprof` "
+             "firmware; operators edgenn folds into a neighbour count with the layer after "
+             "them).", "",
+             "| model | peer firmware | peer cycles | edgenn cycles | speed-up | 20 stateful "
+             "| peer arena B | edgenn arena B | peer flash B | edgenn flash B "
+             "| slowest operator (edgenn / peer) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for m in models:
+        p = m["tflm_cmsis_nn"]
+        if not p.get("cycles"):
+            lines.append(f"| {m['model']} | {p['elf']}: fails ({'; '.join(p['failed'].values())}) "
+                         "| - | - | - | - | - | - | - | - | - |")
+            continue
+        ops = [o for o in p.get("operators", []) if o.get("ratio") is not None]
+        worst = max(ops, key=lambda o: o["ratio"], default=None)
+        slowest = (f"{worst['ratio']:.2f}x ({'+'.join(worst['tflm_ops'])})" if worst else "-")
+        stateful = (f"{p['stateful_speedup']:.2f}x" if p.get("stateful_speedup") else "-")
+        edgenn = f"{p['edgenn_cycles']:,}" if p.get("edgenn_cycles") else "-"
+        speedup = f"{p['speedup']:.2f}x" if p.get("speedup") else "-"
+        lines.append(
+            f"| {m['model']} | `{p['elf']}` | {p['cycles']:,} | {edgenn} | {speedup} "
+            f"| {stateful} "
+            f"| {p['arena_bytes']:,} | {m['arena_bytes']:,} | {p['flash_bytes']:,} "
+            f"| {m['flash_bytes']:,} | {slowest} |"
+            if 'arena_bytes' in m else
+            f"| {m['model']} | `{p['elf']}` | {p['cycles']:,} | - | - | - "
+            f"| {p['arena_bytes']:,} | - | {p['flash_bytes']:,} | - | - |")
     return lines
 
 
