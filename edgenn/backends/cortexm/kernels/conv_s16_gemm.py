@@ -226,7 +226,8 @@ def generate(g: Geometry, mode: int) -> str:
     else:
         patch_body = f"    @P@_cpi({src}, d);"
     few = npix < PIXELS
-    first = "const int p0 = 0;" if few else f"const int p0 = pa < {npix - PIXELS} ? pa : {npix - PIXELS};"
+    last = npix - PIXELS
+    first = "const int p0 = 0;" if few else f"const int p0 = pa < {last} ? pa : {last};"
     pairs = (co + 1) // 2
     stores = []
     for j in range(PIXELS):
@@ -315,8 +316,9 @@ def geometry(node: Node, graph: Graph) -> Geometry:
     layer = ref_layer(node, graph)
     _, in_h, in_w, in_c = graph.tensor(node.inputs[0]).shape
     return Geometry(int(in_h), int(in_w), int(in_c), int(layer.oh), int(layer.ow),
-                    int(layer.co), int(layer.kh), int(layer.kw), *map(int, layer.strides),
-                    *map(int, layer.dilations), int(layer.pads[0]), int(layer.pads[1]),
+                    int(layer.co), int(layer.kh), int(layer.kw), int(layer.strides[0]),
+                    int(layer.strides[1]), int(layer.dilations[0]), int(layer.dilations[1]),
+                    int(layer.pads[0]), int(layer.pads[1]),
                     int(layer.requant.lo), int(layer.requant.hi))
 
 
