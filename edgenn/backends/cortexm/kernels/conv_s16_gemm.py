@@ -38,7 +38,7 @@ from edgenn.backends.cortexm.kernels.conv_s16 import (
     is_s16,
 )
 from edgenn.backends.cortexm.targets import Core
-from edgenn.ir import Graph, Node
+from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
 
 SHIFTED = 3  # a WIDE32 layer whose rescale folds into one SMLAL (wide_records)
@@ -356,6 +356,7 @@ class ConvS16Gemm:
     op = "Conv2D"
     priority = 20  # above the portable edgenn_conv_s16 (0), the fallback for int64 sums
     name = "edgenn_conv_s16_gemm_dsp"
+    types = (DType.INT16,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         return _claims(node, graph, core)
