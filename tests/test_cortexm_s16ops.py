@@ -1,7 +1,7 @@
 """The generated DSP kernels of issue 25 item 3 on the emulated Cortex-M4 against the reference
 runtime (pinned to TFLite Micro by the conformance cases and the operator fixtures):
-``conv_s16_gemm`` (16x8 Conv2D), ``maxpool_s16_dsp``, ``concat_words`` and
-``conv_transpose_gemm`` (int8 TransposeConv2D by output phases).
+``conv_s16_gemm`` (16x8 Conv2D), ``dwconv_s16_gen`` (16x8 depthwise), ``maxpool_s16_dsp``,
+``concat_words`` and ``conv_transpose_gemm`` (int8 TransposeConv2D by output phases).
 
 All layers of a sweep go into one model (independent inputs and outputs), so each sweep is one
 firmware build and one emulator run. The shapes cover odd channel counts, K not a multiple
@@ -118,6 +118,26 @@ def test_conv_s16_gemm_matches_ref() -> None:
                          **{"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0),
                             "groups": 1, "activation": Activation.NONE, **attrs})
               for i, (xs, ws, b, attrs) in enumerate(CONV_CASES)]
+    _check(layers)
+
+
+DW_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1)
+    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    ((1, 7, 6, 8), (3, 2), DType.INT32,
+     dict(strides=(2, 1), dilations=(1, 2), pads=(1, 0, 2, 1), activation=Activation.RELU6)),
+    ((1, 5, 5, 12), (5, 5), None, dict(strides=(2, 2), pads=(2, 2, 2, 2))),
+    ((1, 3, 9, 4), (1, 4), DType.INT64, dict(pads=(0, 3, 0, 0), activation=Activation.RELU)),
+]
+
+
+@needs_arm
+def test_dwconv_s16_gen_matches_ref() -> None:
+    rng = np.random.default_rng(28)
+    layers = [_conv_like(i, "Conv2D", rng, DType.INT16, xs, (xs[3], *k, 1), b,
+                         "edgenn_dwconv_s16_gen_dsp",
+                         **{"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0),
+                            "groups": xs[3], "activation": Activation.NONE, **attrs})
+              for i, (xs, k, b, attrs) in enumerate(DW_CASES)]
     _check(layers)
 
 

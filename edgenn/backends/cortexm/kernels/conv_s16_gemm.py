@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,7 @@ from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
 
 SHIFTED = 3  # a WIDE32 layer whose rescale folds into one SMLAL (wide_records)
+SHIFTED_HI = 4  # SHIFTED with every e == 0: the result is the high word
 PIXELS = 4  # pixels per block (the 4x2 block of conv_gemm)
 MAX_K = 2048  # elements per window: the patch (16 bytes per k pair) stays within 16 KB
 MAX_UNROLLED = 160  # pairs copied by straight-line code; longer windows copy row by row
@@ -157,6 +159,9 @@ def _epilogue_fn(mode: int, g: Geometry) -> str:
     """@P@_out(acc, r, b): one output value from its int32 sum and channel record."""
     if mode == NARROW:  # the int32 bias is already in the sum (the first step's start)
         lines = ["    int32_t v = edgenn_mbqm(acc, r[1], r[2]);"]
+    elif mode == SHIFTED_HI:
+        lines = ["    const uint64_t s = (uint64_t)((int64_t)acc * r[1]) + (uint64_t)*b;",
+                 "    int32_t v = (int32_t)(uint32_t)(s >> 32);"]
     elif mode == SHIFTED:  # hi word of acc m' + b' (mod 2^64), then >> e (:func:`wide_records`)
         lines = ["    const uint64_t s = (uint64_t)((int64_t)acc * r[1]) + (uint64_t)*b;",
                  "    int32_t v = (int32_t)(uint32_t)(s >> 32) >> r[2];"]
@@ -335,6 +340,25 @@ def records(mode: int, ep_mult: np.ndarray, ep_shift: np.ndarray, bias: np.ndarr
     return i32(rec).ravel()
 
 
+def rescale(layer: Any) -> tuple[int, np.ndarray, str]:
+    """(mode, int32 records, the ``@P@_bias`` int64 array's C) of a 16x8 layer: NARROW,
+    SHIFTED where :func:`wide_records` applies, else WIDE32 (WIDE64 layers are not taken)."""
+    ep = epilogue(layer.requant, layer.w_int)
+    co = layer.w_int.shape[0]
+    bias = np.broadcast_to(np.asarray(layer.requant.bias, np.int64), (co,))
+    mult = np.asarray(ep.arrays[0].values, np.int64)
+    shift = np.asarray(ep.arrays[1].values, np.int64)
+    mode, code = ep.mode, ep.code
+    if mode != NARROW:
+        folded = np.array([((int(b) * int(m) + (1 << (int(s) - 1))) + 2**63) % 2**64 - 2**63
+                           for b, m, s in zip(bias, mult, shift, strict=True)], np.int64)
+        fast = wide_records(mult, shift, folded)
+        if fast is not None:
+            mode, (mult, shift, folded) = SHIFTED if np.any(fast[1]) else SHIFTED_HI, fast
+            code = int64_array("bias", folded)
+    return mode, records(mode, mult, shift, bias, co), code
+
+
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if not (core.has_dsp and is_s16(node, graph)) or is_depthwise(node, graph):
         return False
@@ -364,30 +388,20 @@ class ConvS16Gemm:
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = ref_layer(node, graph)
         g = geometry(node, graph)
-        ep = epilogue(layer.requant, layer.w_int)
         co = g.out_c
-        bias = np.broadcast_to(np.asarray(layer.requant.bias, np.int64), (co,))
-        mult = np.asarray(ep.arrays[0].values, np.int64)
-        shift = np.asarray(ep.arrays[1].values, np.int64)
-        mode, code = ep.mode, ep.code
-        if mode != NARROW:
-            folded = np.array([((int(b) * int(m) + (1 << (int(s) - 1))) + 2**63) % 2**64 - 2**63
-                               for b, m, s in zip(bias, mult, shift, strict=True)], np.int64)
-            fast = wide_records(mult, shift, folded)
-            if fast is not None:
-                mode, (mult, shift, folded) = SHIFTED, fast
-                code = int64_array("bias", folded)
+        ep = epilogue(layer.requant, layer.w_int)
+        mode, quant, code = rescale(layer)
         w = layer.w_int.reshape(co, -1).astype(np.int8)
         return KernelCall(
             call="{prefix}_conv({in0}, {out0}, {scratch});",
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
             arrays=(CArray("w", "uint32_t", pack_weights(w)),
-                    CArray("quant", "int32_t", records(mode, mult, shift, bias, co))),
+                    CArray("quant", "int32_t", quant)),
             scratch_bytes=scratch_bytes(g),
             kernel_name=self.name,
             comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
                     f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks, "
-                    f"{ep.mode_name} sums{', one-SMLAL rescale' if mode == SHIFTED else ''}",
+                    f"{ep.mode_name} sums{', one-SMLAL rescale' if mode >= SHIFTED else ''}",
             code=code + shared_code(g, mode),
         )
 
