@@ -1,7 +1,8 @@
 """The generated DSP kernels of issue 25 item 3 on the emulated Cortex-M4 against the reference
 runtime (pinned to TFLite Micro by the conformance cases and the operator fixtures):
 ``conv_s16_gemm`` (16x8 Conv2D), ``dwconv_s16_gen`` (16x8 depthwise), ``maxpool_s16_dsp``,
-``concat_words`` and ``conv_transpose_gemm`` (int8 TransposeConv2D by output phases).
+``concat_words``, ``conv_transpose_gemm`` and ``conv_transpose_s16_gemm`` (int8 / 16x8
+TransposeConv2D by output phases).
 
 All layers of a sweep go into one model (independent inputs and outputs), so each sweep is one
 firmware build and one emulator run. The shapes cover odd channel counts, K not a multiple
@@ -155,6 +156,18 @@ def test_conv_transpose_gemm_matches_ref() -> None:
     acts = [Activation.NONE, Activation.RELU, Activation.RELU6, Activation.NONE]
     layers = [_conv_like(i, "TransposeConv2D", rng, DType.INT8, xs, ws, DType.INT32,
                          "edgenn_tconv_s8_gemm_dsp", strides=st, pads=pd, dilations=dl,
+                         output_padding=op, groups=1, activation=acts[i])
+              for i, (xs, ws, st, pd, dl, op) in enumerate(TCONV_CASES)]
+    _check(layers)
+
+
+@needs_arm
+def test_conv_transpose_s16_gemm_matches_ref() -> None:
+    rng = np.random.default_rng(29)
+    biases = [DType.INT64, None, DType.INT16, DType.INT64]
+    acts = [Activation.NONE, Activation.RELU6, Activation.NONE, Activation.RELU]
+    layers = [_conv_like(i, "TransposeConv2D", rng, DType.INT16, xs, ws, biases[i],
+                         "edgenn_tconv_s16_gemm_dsp", strides=st, pads=pd, dilations=dl,
                          output_padding=op, groups=1, activation=acts[i])
               for i, (xs, ws, st, pd, dl, op) in enumerate(TCONV_CASES)]
     _check(layers)
