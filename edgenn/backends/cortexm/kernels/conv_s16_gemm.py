@@ -30,7 +30,7 @@ import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, ref_layer
-from edgenn.backends.cortexm.kernels.conv_gemm import Plan, _mac_asm
+from edgenn.backends.cortexm.kernels.conv_gemm import Plan, _mac_asm, arena_room
 from edgenn.backends.cortexm.kernels.conv_s16 import (
     NARROW,
     WIDE64,
@@ -47,6 +47,7 @@ SHIFTED_HI = 4  # SHIFTED with every e == 0: the result is the high word
 PIXELS = 4  # pixels per block (the 4x2 block of conv_gemm)
 MAX_K = 2048  # elements per window: the patch (16 bytes per k pair) stays within 16 KB
 MAX_UNROLLED = 160  # pairs copied by straight-line code; longer windows copy row by row
+SMALL_SCRATCH = 4096  # bytes of patch + window always taken; more only within arena_room
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,9 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
         return False
     _, kh, kw, cin = w.shape
     if kh * kw * cin > MAX_K or graph.tensor(node.outputs[0]).shape[3] > 1024:
+        return False
+    # why the room: the patch must not raise the arena above TFLite Micro's (conv_gemm's rule)
+    if scratch_bytes(geometry(node, graph)) > max(SMALL_SCRATCH, arena_room(node, graph)):
         return False
     layer = ref_layer(node, graph)
     return epilogue(layer.requant, layer.w_int).mode != WIDE64
