@@ -267,3 +267,53 @@ def test_axis_phases_cover_exactly_the_scatter(out: int, stride: int, k: int, di
                 if 0 <= i < n_in:
                     got.add((ph.r + stride * m, i, t))
     assert got == want
+
+
+def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
+    """Random layers of one kind (some the kernel refuses: those are dropped)."""
+    out: list[Layer] = []
+    kernels = {"conv": S16_CONV, "dw": "edgenn_dwconv_s16_gen_dsp",
+               "tconv16": "edgenn_tconv_s16_gemm_dsp", "tconv8": "edgenn_tconv_s8_gemm_dsp"}
+    for i in range(n):
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        st = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        dl = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        h = int(rng.integers((kh - 1) * dl[0] + 1, 12))
+        w = int(rng.integers((kw - 1) * dl[1] + 1, 12))
+        pads = tuple(int(v) for v in rng.integers(0, 3, 4))
+        act = [Activation.NONE, Activation.RELU, Activation.RELU6][int(rng.integers(0, 3))]
+        bias = [DType.INT64, DType.INT32, None][int(rng.integers(0, 3))]
+        common = {"strides": st, "dilations": dl, "pads": pads, "activation": act}
+        if kind == "conv":
+            ci, co = int(rng.integers(1, 20)), int(rng.integers(1, 20))
+            layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, kh, kw, ci),
+                               bias, kernels[kind], groups=1, **common)
+        elif kind == "dw":
+            c = 4 * int(rng.integers(1, 7))
+            layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, c), (c, kh, kw, 1),
+                               bias, kernels[kind], groups=c, **common)
+        else:
+            dtype = DType.INT16 if kind == "tconv16" else DType.INT8
+            ci, co = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+            # crops within the kernel's reach, so that some output is left
+            common["pads"] = (int(rng.integers(0, kh)), int(rng.integers(0, kw)),
+                              int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+            b = (DType.INT64 if dtype is DType.INT16 else DType.INT32) if bias else None
+            layer = _conv_like(i, "TransposeConv2D", rng, dtype, (1, h // 2 + 1, w // 2 + 1, ci),
+                               (co, kh, kw, ci), b, kernels[kind], groups=1,
+                               output_padding=(0, 0), **common)
+        out.append(layer)
+    return out
+
+
+@needs_arm
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8"])
+def test_random_layers_match_ref(kind: str) -> None:
+    seed = ["conv", "dw", "tconv16", "tconv8"].index(kind) + 40
+    layers = _random_layers(np.random.default_rng(seed), kind, 40)
+    graph, _ = _merge(layers)
+    core = get_core("cortex-m4")
+    claimed = [la for la in layers if select_kernel(la.node, graph, core).name == la.kernel]
+    assert len(claimed) >= 10, f"only {len(claimed)} of 40 {kind} layers claimed"
+    _check(claimed)
