@@ -147,13 +147,16 @@ TCONV_CASES = [  # x shape, w shape, strides, pads, dilations, output_padding
     ((1, 4, 5, 3), (5, 3, 4, 3), (2, 3), (1, 0, 2, 1), (1, 1), (1, 2)),
     ((1, 3, 3, 5), (3, 3, 3, 5), (1, 1), (1, 1, 1, 1), (1, 1), (0, 0)),
     ((1, 3, 4, 4), (6, 3, 3, 4), (2, 2), (0, 0, 0, 0), (1, 3), (1, 0)),
+    ((1, 3, 3, 4), (3, 2, 2, 4), (3, 3), (0, 0, 0, 0), (1, 1), (0, 0)),  # phases no tap reaches
+    ((1, 3, 4, 6), (4, 3, 3, 6), (2, 2), (0, 1, 1, 0), (2, 1), (0, 0)),  # rows: one empty phase
 ]
 
 
 @needs_arm
 def test_conv_transpose_gemm_matches_ref() -> None:
     rng = np.random.default_rng(26)
-    acts = [Activation.NONE, Activation.RELU, Activation.RELU6, Activation.NONE]
+    acts = [Activation.NONE, Activation.RELU, Activation.RELU6, Activation.NONE,
+            Activation.RELU, Activation.NONE]
     layers = [_conv_like(i, "TransposeConv2D", rng, DType.INT8, xs, ws, DType.INT32,
                          "edgenn_tconv_s8_gemm_dsp", strides=st, pads=pd, dilations=dl,
                          output_padding=op, groups=1, activation=acts[i])
@@ -164,8 +167,9 @@ def test_conv_transpose_gemm_matches_ref() -> None:
 @needs_arm
 def test_conv_transpose_s16_gemm_matches_ref() -> None:
     rng = np.random.default_rng(29)
-    biases = [DType.INT64, None, DType.INT16, DType.INT64]
-    acts = [Activation.NONE, Activation.RELU6, Activation.NONE, Activation.RELU]
+    biases = [DType.INT64, None, DType.INT16, DType.INT64, DType.INT64, DType.INT16]
+    acts = [Activation.NONE, Activation.RELU6, Activation.NONE, Activation.RELU,
+            Activation.NONE, Activation.RELU]
     layers = [_conv_like(i, "TransposeConv2D", rng, DType.INT16, xs, ws, biases[i],
                          "edgenn_tconv_s16_gemm_dsp", strides=st, pads=pd, dilations=dl,
                          output_padding=op, groups=1, activation=acts[i])

@@ -12,8 +12,8 @@ with the input zero point (products cancel against the folded bias) gives; the i
 are order-free, the requantization is the int8 Conv2D's, so every phase is bit-exact.
 
 Each phase runs ``conv_gemm``'s generated code (shared between phases of one shape) into a
-scratch buffer, then its pixels are copied to their strided places in the output. Layers
-with a phase that no tap reaches are left to the portable kernel.
+scratch buffer, then its pixels are copied to their strided places in the output. The
+pixels of a phase no tap reaches (stride above the kernel's reach) get the rescaled bias.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.arith.fixed_point import wrap_int32
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8, ref_layer
@@ -37,6 +38,7 @@ from edgenn.backends.cortexm.kernels.conv_gemm import (
     scratch_bytes,
 )
 from edgenn.backends.cortexm.targets import Core
+from edgenn.backends.ref.kernels.common import requantize
 from edgenn.ir import Graph, Node
 
 
@@ -52,13 +54,15 @@ class AxisPhase:
     pad: int
 
 
-def axis_phases(out: int, stride: int, k: int, dil: int, pad: int) -> list[AxisPhase] | None:
-    """The phases of an axis, or None when some phase has no tap."""
+def axis_phases(out: int, stride: int, k: int, dil: int, pad: int) -> list[AxisPhase]:
+    """The phases of an axis (a phase that no tap reaches has ``taps == ()``: its outputs
+    are the bias alone)."""
     phases = []
     for r in range(min(stride, out)):
         ks = [t for t in range(k) if (r + pad - t * dil) % stride == 0]
         if not ks:
-            return None
+            phases.append(AxisPhase(r, len(range(r, out, stride)), (), 1, 0))
+            continue
         ks.sort(key=lambda t: (r + pad - t * dil) // stride)
         offs = [(r + pad - t * dil) // stride for t in ks]
         step = dil // math.gcd(stride, dil)
@@ -84,23 +88,33 @@ def _sub_params(layer: object, x_shape: tuple[int, ...], py: AxisPhase, px: Axis
         mult.astype(np.int32), shift.astype(np.int32))
 
 
-def _phases(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]] | None:
+def phase_pairs(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]]:
+    """Every (row phase, column phase) of a TransposeConv2D node's output."""
     layer = ref_layer(node, graph)
     _, oh, ow, _ = graph.tensor(node.outputs[0]).shape
     ys = axis_phases(int(oh), layer.strides[0], layer.kh, layer.dilations[0], layer.pads[0])
     xs = axis_phases(int(ow), layer.strides[1], layer.kw, layer.dilations[1], layer.pads[1])
-    if ys is None or xs is None:
-        return None
     return [(py, px) for py in ys for px in xs]
 
 
-def _plans(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase, ConvParams]] | None:
+def fill_code(py: AxisPhase, px: AxisPhase, sy: int, sx: int, ow: int, co: int, ctype: str,
+              values: str) -> str:
+    """C writing the per-channel constant ``values`` into every pixel of a phase no tap
+    reaches (TFLite's output there is the rescaled bias)."""
+    return f"""    for (int my = 0; my < {py.count}; my++) {{
+        {ctype} *d = out + (({py.r} + {sy} * my) * {ow} + {px.r}) * {co};
+        for (int mx = 0; mx < {px.count}; mx++, d += {sx * co}) {{
+            for (int c = 0; c < {co}; c++) d[c] = {values}[c];
+        }}
+    }}"""
+
+
+def _plans(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase, ConvParams]]:
+    """The phases some tap reaches, with their convolutions."""
     layer = ref_layer(node, graph)
-    phases = _phases(node, graph)
-    if phases is None:
-        return None
     x_shape = graph.tensor(node.inputs[0]).shape
-    return [(py, px, _sub_params(layer, x_shape, py, px, layer.co)) for py, px in phases]
+    return [(py, px, _sub_params(layer, x_shape, py, px, layer.co))
+            for py, px in phase_pairs(node, graph) if py.taps and px.taps]
 
 
 def _scatter(py: AxisPhase, px: AxisPhase, sy: int, sx: int, ow: int, co: int,
@@ -134,9 +148,7 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if np.abs(layer.w_int).max(initial=0) > 127 or layer.co > 1024:
         return False
     plans = _plans(node, graph)
-    if plans is None:
-        return False
-    return all(scratch_bytes(p) + p.out_h * p.out_w * p.out_c + 4 <= MAX_SCRATCH
+    return bool(plans) and all(scratch_bytes(p) + p.out_h * p.out_w * p.out_c + 4 <= MAX_SCRATCH
                for _, _, p in plans)
 
 
@@ -153,7 +165,6 @@ class TransposeConvGemm:
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = ref_layer(node, graph)
         plans = _plans(node, graph)
-        assert plans is not None
         _, _, ow, co = graph.tensor(node.outputs[0]).shape
         sy, sx = layer.strides
         chosen = [(py, px, p, layer_plan_of(p)) for py, px, p in plans]
@@ -171,6 +182,15 @@ class TransposeConvGemm:
             buf = f"(int8_t *)scratch + {conv_bytes}"
             steps.append(f"    {name}_conv(in, {buf}, scratch, @P@_w{i}, @P@_q{i}, "
                          f"{p.in_zp});\n" + _scatter(py, px, sy, sx, int(ow), int(co), buf))
+        empty = [(py, px) for py, px in phase_pairs(node, graph) if not (py.taps and px.taps)]
+        if empty:
+            # the bias alone, rescaled by the reference's own arithmetic
+            bias = np.asarray(layer.bias_int, np.int64).reshape(1, -1)
+            arrays.append(CArray("fill", "int8_t", requantize(
+                wrap_int32(bias), layer.mult, layer.shift, layer.out_zp, layer.lo,
+                layer.hi).astype(np.int8).ravel()))
+            steps += [fill_code(py, px, sy, sx, int(ow), int(co), "int8_t", "@P@_fill")
+                      for py, px in empty]
         code = "".join(f"#ifndef {n.upper()}_DEFINED\n#define {n.upper()}_DEFINED\n{b}\n#endif\n"
                        for n, b in defs.items())
         code += ("static void @P@_tconv(const int8_t *in, int8_t *out, void *scratch)\n{\n"

@@ -1,15 +1,15 @@
 """Fast 16x8 TransposeConv2D (groups 1) for DSP cores: one generated 16x8 convolution per
 output phase (``conv_s16_gemm``), the int16 twin of ``conv_transpose_gemm``.
 
-The phases are ``conv_transpose_gemm.axis_phases``: the outputs r, r + stride, ... of each
+The phases are ``conv_transpose_gemm.phase_pairs``: the outputs r, r + stride, ... of each
 axis are a stride-1 convolution of the input with the taps that reach them. In the 16x8
 scheme a tap outside the input contributes nothing, which is what the convolution's zero
 padding gives; the sums are order-free (int32 wraps, and the int64-bias layers use the int32
 sum only where it provably cannot overflow, ``conv_s16.epilogue``), and the rescale is the
 layer's own (``conv_s16_gemm.rescale``), so every phase is bit-exact with TFLite Micro's
 scatter. Each phase writes its outputs densely into scratch; a loop copies them to their
-strided output pixels. Layers with a phase no tap reaches, or whose sums need int64, keep
-the portable ``edgenn_tconv_s16``.
+strided output pixels; a phase no tap reaches gets the rescaled bias. Layers whose sums
+need int64 keep the portable ``edgenn_tconv_s16``.
 """
 
 from __future__ import annotations
@@ -30,21 +30,20 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     rescale,
     scratch_bytes,
 )
-from edgenn.backends.cortexm.kernels.conv_transpose_gemm import AxisPhase, axis_phases
+from edgenn.backends.cortexm.kernels.conv_transpose_gemm import (
+    AxisPhase,
+    fill_code,
+    phase_pairs,
+)
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 
 MAX_SCRATCH = 16384  # bytes: the largest phase's patch, window and dense outputs
 
 
-def _phases(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]] | None:
-    layer = ref_layer(node, graph)
-    _, oh, ow, _ = graph.tensor(node.outputs[0]).shape
-    ys = axis_phases(int(oh), layer.strides[0], layer.kh, layer.dilations[0], layer.pads[0])
-    xs = axis_phases(int(ow), layer.strides[1], layer.kw, layer.dilations[1], layer.pads[1])
-    if ys is None or xs is None:
-        return None
-    return [(py, px) for py in ys for px in xs]
+def _phases(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]]:
+    """The phases some tap reaches."""
+    return [(py, px) for py, px in phase_pairs(node, graph) if py.taps and px.taps]
 
 
 def _geometry(layer: Any, x_shape: tuple[int, ...], py: AxisPhase, px: AxisPhase) -> Geometry:
@@ -98,7 +97,7 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if layer.co > 1024 or epilogue(layer.requant, layer.w_int).mode == WIDE64:
         return False
     phases = _phases(node, graph)
-    if phases is None:
+    if not phases:
         return False
     x_shape = graph.tensor(node.inputs[0]).shape
     for py, px in phases:
@@ -122,7 +121,6 @@ class TransposeConvS16Gemm:
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = ref_layer(node, graph)
         phases = _phases(node, graph)
-        assert phases is not None
         x_shape = graph.tensor(node.inputs[0]).shape
         _, _, ow, co = graph.tensor(node.outputs[0]).shape
         sy, sx = layer.strides
@@ -141,6 +139,13 @@ class TransposeConvS16Gemm:
             buf = f"(int16_t *)(void *)((uint8_t *)scratch + {conv_bytes})"
             steps.append(f"    {name}_conv(in, {buf}, scratch, @P@_w{i}, @P@_quant, "
                          f"@P@_bias);\n" + _scatter(py, px, sy, sx, int(ow), int(co), buf))
+        empty = [(py, px) for py, px in phase_pairs(node, graph) if not (py.taps and px.taps)]
+        if empty:
+            # the bias alone, rescaled by the reference's own arithmetic
+            zeros = np.zeros((1, int(co)), np.int64)
+            arrays.append(CArray("fill", "int16_t", layer.requant(zeros).astype(np.int16).ravel()))
+            steps += [fill_code(py, px, sy, sx, int(ow), int(co), "int16_t", "@P@_fill")
+                      for py, px in empty]
         code += STORE + "".join(
             f"#ifndef {n.upper()}_DEFINED\n#define {n.upper()}_DEFINED\n{b}\n#endif\n"
             for n, b in defs.items())
