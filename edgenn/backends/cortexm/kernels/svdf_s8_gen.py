@@ -1,0 +1,217 @@
+"""Generated int8 SVDF (int16 state) for DSP cores (Cortex-M4/M7), bit-exact with TFLite Micro.
+
+The portable kernel (``recurrent.py``, ``c/edgenn_svdf.c``) shifts the whole state by one
+element at a time, then runs scalar products with per-element zero-point subtractions. This
+one is generated for the layer's shape:
+
+* Feature product: the ``F`` filter rows of ``weights_feature`` are a DSP FullyConnected
+  (``dense.py``'s two-row weight words, SXTB16 / SMLAD passes of 6 rows) over the input
+  widened once per batch row; the input zero point is folded into the accumulators' initial
+  values (``arith/zero_point.py``), which the weight stream carries. Each filter's value is
+  requantized by ``effective_scale_1`` (a single SMMULR where ``fast_requant_mode`` proves
+  it exact, TFLite's double rounding otherwise), clamped to int16, plus the state zero point
+  narrowed with C's wrap (the reference layer's rule).
+* Time product and shift in one pass over each filter's ``M`` int16 state values, two per
+  word: the old word pair k meets the time weights shifted by one, ``(0, wt[0]), (wt[1],
+  wt[2]), ...`` by one SMLAD (the oldest value drops out against the 0), and the shifted
+  word ``(old[2k + 1], old[2k + 2])`` is stored (the new state: in place is safe, each word
+  is read before the one before it is written); the newest value ``wt[M - 1] * feature``
+  and the filter's last word close it. The state zero point is folded into the biases
+  (``-zp * sum(wt)`` per unit): int32 sums wrap as TFLM's.
+* Each unit: bias + its ``rank`` filters' sums, requantized by ``effective_scale_2`` to int8.
+
+Claims: int8 input and output, int16 state and time weights, an even memory (the filter rows
+then stay word-aligned), the feature rows packable with their folded biases provably in the
+accumulators; anything else (int8 state, an odd memory) runs the portable kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels.common import const_operand, i32
+from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
+from edgenn.backends.cortexm.kernels.dense import (
+    _dot_block,
+    bias_in_accumulators,
+    dense_pairs,
+    pack_dense_weights,
+    packable,
+    row_groups,
+)
+from edgenn.backends.cortexm.kernels.lstm_s8_gen import _Fc
+from edgenn.backends.cortexm.targets import Core
+from edgenn.backends.ref.kernels.lstm import Requant
+from edgenn.backends.ref.kernels.svdf import Svdf
+from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.ir import DType, Graph, Node
+
+
+def _layer(node: Node, graph: Graph) -> Svdf:
+    layer = _ref_layer(node, graph)
+    assert isinstance(layer, Svdf)
+    if not layer.integer or graph.tensor(node.inputs[4]).dtype is not DType.INT16:
+        raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8 with int16 state")
+    if layer.memory % 2:
+        raise UnsupportedOperatorError(f"{node}: the generated SVDF needs an even memory")
+    p = layer.params
+    inits = _feature_inits(layer)
+    if not packable(p.weights_feature) or not bias_in_accumulators(p.weights_feature, inits):
+        raise UnsupportedOperatorError(
+            f"{node}: SVDF feature weights do not fit two-row weight words")
+    return layer
+
+
+def _feature_inits(layer: Svdf) -> np.ndarray:
+    """The feature rows' initial accumulators: TFLM's dot from 0 over ``x - input_zp``."""
+    p = layer.params
+    return i32(fold_input_zero_point(np.zeros(layer.filters, np.int64), p.weights_feature,
+                                     p.input_zp)).astype(np.int64)
+
+
+def time_stream(layer: Svdf) -> np.ndarray:
+    """uint32 per filter: M / 2 words of the shifted time weights ``(0, wt[0], ..., wt[M-2])``
+    as int16 pairs (lo the even element), then ``wt[M - 1]`` as a word."""
+    wt = layer.params.weights_time.astype(np.int64)  # [F, M]
+    shifted = np.concatenate([np.zeros((layer.filters, 1), np.int64), wt[:, :-1]], axis=1)
+    pairs = (shifted[:, 0::2] & 0xFFFF) | ((shifted[:, 1::2] & 0xFFFF) << 16)
+    last = wt[:, -1:] & 0xFFFFFFFF
+    return np.concatenate([pairs, last], axis=1).ravel().astype(np.uint32)
+
+
+def unit_biases(layer: Svdf) -> np.ndarray:
+    """Each unit's bias with the state zero point folded in: ``bias - zp * sum(wt)`` over
+    the unit's filters (int32, wrapped as TFLM's sums)."""
+    p = layer.params
+    wt_sums = p.weights_time.sum(axis=1).reshape(layer.units, layer.rank).sum(axis=1)
+    return i32(p.bias - p.state_zp * wt_sums)
+
+
+def _features_code(layer: Svdf, px: int) -> str:
+    """``@P@_features``: every filter's newest state value from the widened input."""
+    p = layer.params
+    fc = _Fc.of(Requant(*p.scale_1), p.weights_feature, _feature_inits(layer))
+    lines = ["static __attribute__((noinline)) void @P@_features(const uint32_t *xe, "
+             "int32_t *feat)", "{", "    const uint32_t *wp = @P@_wf;", "    const uint32_t *xp;"]
+
+    def one_pass(rows: int, first: str) -> list[str]:
+        body = ["    xp = xe;"]
+        body += ["    " + line for line in _dot_block(rows // 2, px, "", True)]
+        for r in range(rows):
+            value = fc.value(f"b{r // 2}", f"a{r // 2}", r)
+            body.append(f"    feat[{first} + {r}] = (int16_t)({value} + {p.state_zp});")
+        return body
+
+    groups = row_groups(layer.filters)
+    full = sum(1 for g in groups if g == 6)
+    if full:
+        lines += [f"    for (int f = 0; f < {6 * full}; f += 6) {{", *one_pass(6, "f"), "    }"]
+    if len(groups) > full:
+        lines += ["    {", *one_pass(groups[-1], str(6 * full)), "    }"]
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _time_code(memory: int, store: bool) -> str:
+    """``@P@_time``: one filter's time sum over its shifted state (and the shifted state)."""
+    words = memory // 2
+    put = "dp[j] = (w0 >> 16) | (w1 << 16);" if store else ""
+    put_last = f"dp[{words - 1}] = (w0 >> 16) | ((uint32_t)feat << 16);" if store \
+        else ""
+    return f"""/* one filter: sum over its M = {memory} state values after the shift (sp: the old
+ * ones, dp: where the shifted ones go), the newest one feat */
+static inline int32_t @P@_time(const uint32_t *sp, uint32_t *dp, const uint32_t *tw,
+                               int32_t feat)
+{{
+    (void)dp;
+    int32_t acc = 0;
+    uint32_t w0 = sp[0];
+    for (int j = 0; j < {words - 1}; j++) {{
+        const uint32_t w1 = sp[j + 1];
+        acc = edgenn_smlad(w0, tw[j], acc);
+        {put}
+        w0 = w1;
+    }}
+    acc = edgenn_smlad(w0, tw[{words - 1}], acc);
+    {put_last}
+    return (int32_t)((uint32_t)acc + tw[{words}] * (uint32_t)feat);
+}}
+"""
+
+
+def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> str:
+    p = layer.params
+    f, m, units, rank = layer.filters, layer.memory, layer.units, layer.rank
+    m2, s2 = p.scale_2
+    row = f * m
+    dst = f"(uint32_t *)(s1 + b * {row})" if store else "NULL"
+    return f"""static void @P@_svdf(const int8_t *x, int8_t *y, const int16_t *s0, int16_t *s1,
+                     void *scratch)
+{{
+    uint32_t *xe = (uint32_t *)scratch;
+    int32_t *feat = (int32_t *)(xe + {px});
+    (void)s1;
+    for (int b = 0; b < {batch}; b++) {{
+        edgenn_fc_widen_s8_dsp(x + b * {n_input}, xe, {n_input});
+        @P@_features(xe, feat);
+        const uint32_t *sp = (const uint32_t *)(s0 + b * {row});
+        uint32_t *dp = {dst};
+        const uint32_t *tw = @P@_wt;
+        const int32_t *fv = feat;
+        for (int u = 0; u < {units}; u++) {{
+            uint32_t v = (uint32_t)@P@_bias[u];
+            for (int r = 0; r < {rank}; r++) {{
+                v += (uint32_t)@P@_time(sp, dp, tw, *fv++);
+                sp += {m // 2};
+                {"dp += " + str(m // 2) + ";" if store else ""}
+                tw += {m // 2 + 1};
+            }}
+            y[b * {units} + u] = (int8_t)edgenn_requant_s32((int32_t)v, {m2}, {s2}, {p.output_zp},
+                                                         -128, 127);
+        }}
+    }}
+}}
+"""
+
+
+class GeneratedSvdfS8:
+    """int8 SVDF (int16 state): DSP feature passes, one SMLAD pass for time product + shift."""
+
+    op = "SVDF"
+    priority = 30
+    name = "edgenn_svdf_s8_gen_dsp"
+
+    def matches(self, node: Node, graph: Graph, core: Core) -> bool:
+        if not core.has_dsp or graph.tensor(node.inputs[0]).dtype is not DType.INT8:
+            return False
+        try:
+            _layer(node, graph)
+        except EdgennError:
+            return False
+        return True
+
+    def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
+        layer = _layer(node, graph)
+        batch, n_input = graph.tensor(node.inputs[0]).shape
+        px = dense_pairs(n_input)
+        wf = pack_dense_weights(layer.params.weights_feature, _feature_inits(layer))
+        arrays: list[CArray] = [CArray("wf", "uint32_t", wf),
+                                CArray("wt", "uint32_t", time_stream(layer)),
+                                CArray("bias", "int32_t", unit_biases(layer))]
+        state0 = const_operand(node, graph, 4, arrays)
+        store = len(node.outputs) == 2
+        code = (_features_code(layer, px) + "\n" + _time_code(layer.memory, store) + "\n"
+                + _svdf_code(layer, batch, n_input, px, store))
+        out = "{out1}" if store else "NULL"
+        scratch = 4 * px + 4 * (layer.filters + 1)
+        return KernelCall(
+            call=f"{{prefix}}_svdf({{in0}}, {{out0}}, {state0}, {out}, {{scratch}});",
+            sources=("edgenn_fc_widen_s8_dsp.c",), arrays=tuple(arrays), code=code,
+            scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name,
+            comment=(f"SVDF {layer.filters} filters x {layer.memory} memory, rank "
+                     f"{layer.rank}, generated SMLAD"))
+
+
+register_kernel(GeneratedSvdfS8())

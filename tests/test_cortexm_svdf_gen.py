@@ -1,0 +1,105 @@
+"""The generated int8 SVDF of DSP cores (kernels/svdf_s8_gen.py, int16 state) against the
+reference runtime and TFLite Micro: zero mismatches over ranks 1-3, memories from 2 up,
+filter counts that leave 2- and 4-row feature passes and odd ones, input sizes that are not
+multiples of 4, input / state / output zero points, full-range inputs, and 20 consecutive
+stateful invocations (the state shifted in place across them). Every case is checked to
+run the generated kernel; int8 state and odd memories keep the portable one.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite_micro")
+
+from edgenn.api import compile_model  # noqa: E402
+from edgenn.backends.cortexm.kernels.svdf_s8_gen import GeneratedSvdfS8  # noqa: E402
+from edgenn.backends.cortexm.selection import select_kernel  # noqa: E402
+from edgenn.backends.cortexm.targets import CORES  # noqa: E402
+from edgenn.frontends.tflite import load_tflite  # noqa: E402
+from edgenn.ir import DType, Graph  # noqa: E402
+from edgenn.oracles.tflm import tflm_interpreter, tflm_run  # noqa: E402
+from tests.conformance.cases.recurrent import svdf_int8  # noqa: E402
+from tests.conformance.spec import Case, model_bytes  # noqa: E402
+
+needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                               reason="no arm-none-eabi-gcc")
+M4 = CORES["cortex-m4"]
+
+
+def _cases() -> list[Case]:
+    # (name, n_input, units, rank, memory, options)
+    return [
+        svdf_int8("gen_svdf_6x4r2m6", 1, 6, 4, 2, 6),
+        svdf_int8("gen_svdf_13x3r1m2", 1, 13, 3, 1, 2, x_zp=7, out_zp=3),
+        svdf_int8("gen_svdf_40x7r3m10_zp", 1, 40, 7, 3, 10, state_zp=-3, activation=0),
+        svdf_int8("gen_svdf_9x5r1m8", 1, 9, 5, 1, 8, x_zp=-128, state_scale=0.004),
+    ]
+
+
+def _slow_cases() -> list[Case]:
+    return [
+        svdf_int8("gen_svdf_97x32r2m16", 1, 97, 32, 2, 16),
+        svdf_int8("gen_svdf_1x1r1m4", 1, 1, 1, 1, 4),
+        svdf_int8("gen_svdf_30x64r1m2", 1, 30, 64, 1, 2, state_zp=5),
+    ]
+
+
+def _full_range(graph: Graph, n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-128, 127, (n, *graph.tensor(name).shape[1:]), endpoint=True)
+            .astype(np.int8) for name in graph.inputs]
+
+
+def _mismatches(got: list[np.ndarray], want: list[np.ndarray]) -> int:
+    assert [g.shape for g in got] == [w.shape for w in want]
+    return sum(int((g.astype(np.int64) != w).sum()) for g, w in zip(got, want, strict=True))
+
+
+def _check_selected(graph: Graph, core: str = "cortex-m4") -> None:
+    for node in graph.nodes:
+        assert select_kernel(node, graph, CORES[core]).name == GeneratedSvdfS8.name, node
+
+
+def test_int8_state_odd_memory_and_no_dsp_keep_the_portable_kernel() -> None:
+    for case in (svdf_int8("s8", 1, 6, 4, 2, 6, state=DType.INT8),
+                 svdf_int8("odd", 1, 6, 4, 2, 5)):
+        graph = load_tflite(model_bytes([case]), name=case.id)
+        assert select_kernel(graph.nodes[0], graph, M4).name == "edgenn_svdf_s8"
+    graph = load_tflite(model_bytes(_cases()[:1]), name="m0")
+    assert not GeneratedSvdfS8().matches(graph.nodes[0], graph, CORES["cortex-m0plus"])
+
+
+def _stream(data: bytes, graph: Graph, target: str, n: int, seed: int) -> None:
+    """``n`` consecutive stateful invocations, a reset, three more: every output exact."""
+    _check_selected(graph, target)
+    xs = _full_range(graph, n + 3, seed)
+    exe, ref = compile_model(graph, target), compile_model(graph, "ref")
+    oracle = tflm_interpreter(data)
+    for part in (slice(0, n), slice(n, n + 3)):
+        x = [v[part] for v in xs]
+        got = exe.run(*x, stateful=True)
+        assert _mismatches(got, ref.run(*x, stateful=True)) == 0
+        assert _mismatches(got, tflm_run(data, *x, stateful=True, interpreter=oracle)) == 0
+        exe.reset_state()
+        ref.reset_state()
+        oracle.reset()
+
+
+@needs_arm
+def test_m4_twenty_stateful_invocations_match_reference_and_tflm() -> None:
+    data = model_bytes(_cases())
+    graph = load_tflite(data, name="svdf_gen")
+    assert graph.state
+    _stream(data, graph, "cortex-m4", 20, 3)
+
+
+@needs_arm
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m7"])
+def test_sweep_matches_reference_and_tflm(target: str) -> None:
+    data = model_bytes(_cases() + _slow_cases())
+    _stream(data, load_tflite(data, name="svdf_gen_sweep"), target, 20, 17)
