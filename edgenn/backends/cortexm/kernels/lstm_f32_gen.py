@@ -108,6 +108,16 @@ def block_asm(rows: int, n_input: int, n_cell: int) -> str:
     return "\n".join(f'        "{line}\\n\\t"' for line in lines)
 
 
+def sums_asm(rows: int, n_x: int, n_h: int) -> str:
+    """The asm of one block without biases (the GRU's): zp[r] = the sum over x of row r,
+    zp[rows + r] = its sum over the second source ``hp``, each from +0."""
+    lines = _pass(rows, "xp", n_x, 1)
+    lines.append(f"vstmia %[zp]!, {_sreg(0, rows)}")
+    lines += _pass(rows, "hp", n_h, 2)
+    lines.append(f"vstmia %[zp]!, {_sreg(0, rows)}")
+    return "\n".join(f'        "{line}\\n\\t"' for line in lines)
+
+
 def _unit_code(layer: Lstm) -> str:
     """``@P@_unit``: gates from the four sums, cell update and hidden value of one unit."""
     def act(v: str, fn: str) -> str:
