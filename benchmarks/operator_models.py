@@ -50,6 +50,7 @@ MODEL_DIR = ROOT / "tests" / "fixtures" / "operators"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
 DEFAULT_BASELINES = ROOT.parent / "shared" / "baselines" / "tflm_cmsis_nn_m4"
 PEER_SAMPLES = 3
+STATEFUL_INVOCATIONS = 20
 CORE = "cortex-m4"
 CLOCK_MHZ = 64.0
 CYCLE_MODEL = ("docs/cycle_model.md: Cortex-M4 TRM cycle rules, zero wait states "
@@ -68,10 +69,10 @@ def _mismatches(got: list[np.ndarray], want: list[np.ndarray]) -> int:
     return bad
 
 
-def peer_inputs(graph: Graph) -> np.ndarray:
+def peer_inputs(graph: Graph, samples: int = PEER_SAMPLES) -> np.ndarray:
     """The peer README's inputs: ``default_rng(0)``, 3 samples of the model's one input."""
     t = graph.tensor(graph.inputs[0])
-    shape = (PEER_SAMPLES, *graph.external_shape(graph.inputs[0])[1:])
+    shape = (samples, *graph.external_shape(graph.inputs[0])[1:])
     rng = np.random.default_rng(0)
     dtype = np.dtype(t.dtype.numpy)
     if dtype.kind == "f":
@@ -125,6 +126,15 @@ def bench_peer(row: dict[str, Any], data: bytes, graph: Graph, exe: Any | None,
             cycles = [exe.emulate(x[None]).total_cycles for x in xs]
             entry["edgenn_cycles"] = int(np.median(cycles))
             entry["speedup"] = round(peer.cycles / entry["edgenn_cycles"], 3)
+            if graph.state:
+                # a streaming application: STATEFUL_INVOCATIONS consecutive invocations
+                # carrying the state (the peer's firmware runs one from reset: its median)
+                exe.reset_state()
+                stream = [exe.emulate(x[None]).total_cycles
+                          for x in peer_inputs(graph, STATEFUL_INVOCATIONS)]
+                exe.reset_state()
+                entry["edgenn_stateful_cycles"] = int(np.median(stream))
+                entry["stateful_speedup"] = round(peer.cycles / int(np.median(stream)), 3)
             entry["operators"] = per_operator(data, row["file"], peer.op_cycles,
                                               row.get("layers", []))
     row["tflm_cmsis_nn"] = entry

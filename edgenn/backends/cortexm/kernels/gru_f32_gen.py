@@ -184,6 +184,7 @@ class GeneratedGruF32:
     op = "GRU"
     priority = 30
     name = "edgenn_gru_f32_gen_fpu"
+    types = (DType.FLOAT32,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_fpu:

@@ -222,6 +222,7 @@ class GeneratedLstmF32:
     op = "LSTM"
     priority = 30
     name = "edgenn_lstm_f32_gen_fpu"
+    types = (DType.FLOAT32,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_fpu or graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
