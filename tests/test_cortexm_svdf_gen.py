@@ -1,9 +1,10 @@
 """The generated int8 SVDF of DSP cores (kernels/svdf_s8_gen.py, int16 state) against the
 reference runtime and TFLite Micro: zero mismatches over ranks 1-3, memories from 2 up,
 filter counts that leave 2- and 4-row feature passes and odd ones, input sizes that are not
-multiples of 4, input / state / output zero points, full-range inputs, and 20 consecutive
-stateful invocations (the state shifted in place across them). Every case is checked to
-run the generated kernel; int8 state and odd memories keep the portable one.
+multiples of 4, time passes straight and looped, input / state / output zero points,
+full-range inputs, and 20 consecutive stateful invocations (the state shifted in place
+across them). Every case is checked to run the generated kernel; int8 state and odd
+memories keep the portable one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def _cases() -> list[Case]:
         svdf_int8("gen_svdf_13x3r1m2", 1, 13, 3, 1, 2, x_zp=7, out_zp=3),
         svdf_int8("gen_svdf_40x7r3m10_zp", 1, 40, 7, 3, 10, state_zp=-3, activation=0),
         svdf_int8("gen_svdf_9x5r1m8", 1, 9, 5, 1, 8, x_zp=-128, state_scale=0.004),
+        svdf_int8("gen_svdf_12x3r2m40_looped", 1, 12, 3, 2, 40),  # the time pass looped
     ]
 
 
@@ -45,6 +47,7 @@ def _slow_cases() -> list[Case]:
         svdf_int8("gen_svdf_97x32r2m16", 1, 97, 32, 2, 16),
         svdf_int8("gen_svdf_1x1r1m4", 1, 1, 1, 1, 4),
         svdf_int8("gen_svdf_30x64r1m2", 1, 30, 64, 1, 2, state_zp=5),
+        svdf_int8("gen_svdf_8x5r1m36_looped", 1, 8, 5, 1, 36, state_zp=-2),
     ]
 
 

@@ -114,29 +114,58 @@ def _features_code(layer: Svdf, px: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+UNROLL_WORDS = 15  # words of a filter's time pass up to which it is straight code
+
+
+def _word(j: int, store: bool) -> list[str]:
+    """asm of state word j of a filter: the old word (in w{j % 3}) against its time-weight
+    pair, then the shifted word (its high half, the next word's low half) stored. The three
+    word registers rotate, so no move is needed."""
+    cur, nxt = f"%[w{j % 3}]", f"%[w{(j + 1) % 3}]"
+    lines = [f"ldr {nxt}, [%[sp]], #4", "ldr %[t], [%[tw]], #4",
+             f"smlad %[acc], {cur}, %[t], %[acc]"]
+    if store:
+        lines += [f"lsr {cur}, {cur}, #16", f"orr {cur}, {cur}, {nxt}, lsl #16",
+                  f"str {cur}, [%[dp]], #4"]
+    return lines
+
+
 def _time_code(memory: int, store: bool) -> str:
-    """``@P@_time``: one filter's time sum over its shifted state (and the shifted state)."""
+    """``@P@_time``: one filter's time sum over its shifted state (and the shifted state):
+    every word but the last in inline asm (7 cycles a word with the store: 2 loads, SMLAD,
+    the shift's LSR / ORR, the store), straight code up to UNROLL_WORDS words, else a loop
+    of 3 words; the last word meets the new feature value in C."""
     words = memory // 2
-    put = "dp[j] = (w0 >> 16) | (w1 << 16);" if store else ""
-    put_last = f"dp[{words - 1}] = (w0 >> 16) | ((uint32_t)feat << 16);" if store \
-        else ""
+    n = words - 1
+    loops, rest = (0, n) if n <= UNROLL_WORDS else divmod(n, 3)
+    asm: list[str] = []
+    if loops:
+        asm += [f"movw %[cnt], #{loops}", "1:"]
+        asm += [line for j in range(3) for line in _word(j, store)]
+        asm += ["subs %[cnt], %[cnt], #1", "bne 1b"]
+    asm += [line for j in range(rest) for line in _word(j, store)]
+    last = f"w{rest % 3}"  # the register holding the last old word
+    body = "".join(f'        "{line}\\n\\t"\n' for line in asm).rstrip("\n")
+    put = "*dp = (w0 >> 16) | ((uint32_t)feat << 16);" if store else "(void)dp;"
     return f"""/* one filter: sum over its M = {memory} state values after the shift (sp: the old
  * ones, dp: where the shifted ones go), the newest one feat */
 static inline int32_t @P@_time(const uint32_t *sp, uint32_t *dp, const uint32_t *tw,
                                int32_t feat)
 {{
-    (void)dp;
     int32_t acc = 0;
-    uint32_t w0 = sp[0];
-    for (int j = 0; j < {words - 1}; j++) {{
-        const uint32_t w1 = sp[j + 1];
-        acc = edgenn_smlad(w0, tw[j], acc);
-        {put}
-        w0 = w1;
-    }}
-    acc = edgenn_smlad(w0, tw[{words - 1}], acc);
-    {put_last}
-    return (int32_t)((uint32_t)acc + tw[{words}] * (uint32_t)feat);
+    uint32_t w0 = *sp++, w1 = 0, w2 = 0, t, cnt = 0;
+    __asm__ volatile(
+{body or '        ""'}
+        : [acc] "+r"(acc), [sp] "+r"(sp), [dp] "+r"(dp), [tw] "+r"(tw), [w0] "+r"(w0),
+          [w1] "+r"(w1), [w2] "+r"(w2), [t] "=&r"(t), [cnt] "+r"(cnt)
+        :
+        : "cc", "memory");
+    (void)t;
+    (void)cnt;
+    w0 = {last};
+    acc = edgenn_smlad(w0, *tw, acc);
+    {put}
+    return (int32_t)((uint32_t)acc + tw[1] * (uint32_t)feat);
 }}
 """
 
