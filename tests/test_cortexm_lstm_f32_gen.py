@@ -54,7 +54,9 @@ def _inputs(graph: Graph, n: int, seed: int) -> list[np.ndarray]:
 
 
 def _check_selected(graph: Graph, core: str = "cortex-m4") -> None:
-    for node in graph.nodes:
+    lstms = [node for node in graph.nodes if node.op == "LSTM"]
+    assert lstms
+    for node in lstms:
         assert select_kernel(node, graph, CORES[core]).name == GeneratedLstmF32.name, node
 
 
@@ -120,3 +122,21 @@ def test_m4_twenty_stateful_invocations_match_reference_and_tflm() -> None:
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m7"])
 def test_sweep_matches_reference_and_tflm(target: str) -> None:
     _run(CASES + SLOW_CASES, target, 11)
+
+
+@needs_arm
+@pytest.mark.parametrize("attrs", [(("clip", 0.7),),
+                                   (("activations", ["Sigmoid", "Sigmoid", "Tanh"]),)],
+                         ids=["gate-clip", "sigmoid-cell-gate"])
+def test_m4_onnx_lstm_matches_onnxruntime(attrs: tuple[tuple[str, object], ...]) -> None:
+    """What only ONNX has: the gates' clip, a sigmoid cell gate (against onnxruntime)."""
+    pytest.importorskip("onnxruntime")
+    from edgenn.frontends.onnx import load_onnx
+    from tests.test_recurrent_onnx import Rnn, _assert_close, _onnxruntime
+
+    rnn = Rnn("LSTM", 6, 2, 11, 7, layout=1, initial="const", seed=21, attrs=attrs)
+    model, feeds = rnn.model()
+    graph = load_onnx(model.SerializeToString(), name="lstm.onnx")
+    _check_selected(graph)
+    got = compile_model(graph, "cortex-m4").run(*feeds.values())
+    _assert_close(got, _onnxruntime(rnn, feeds))
