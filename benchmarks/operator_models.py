@@ -14,6 +14,8 @@ for the cycle model (``shared/baselines/tflm_cmsis_nn_m4/``, ``tflm_peer.py``), 
 its README names (``default_rng(0)``, 3 samples, the median): cycles, arena, flash, the
 speed-up, and per operator the peer's ``_opprof`` cycles beside edgenn's layer that writes the
 same tensor (operators edgenn folds into a neighbour are counted with the layer after them).
+A model with state (LSTM / SVDF variable tensors) also gets edgenn's median over 20
+consecutive invocations carrying the state, as a streaming application runs it.
 
     .venv/bin/python benchmarks/operator_models.py [--n 8] [--json PATH] [--baselines DIR]
 
@@ -211,12 +213,14 @@ def print_table(doc: dict[str, Any]) -> None:
             f"{p['cycles']:,}" if p.get("cycles") else "fails",
             f"{p['edgenn_cycles']:,}" if "edgenn_cycles" in p else "-",
             f"{p['speedup']:.2f}x" if "speedup" in p else "-",
+            f"{p['stateful_speedup']:.2f}x" if "stateful_speedup" in p else "-",
             f"{p['arena_bytes']:,}" if p.get("cycles") else "-",
             f"{worst['ratio']:.2f}x {'+'.join(worst['tflm_ops'])}" if worst else "-"])
     if peer_rows:
         console.print(table("edgenn beside TFLite Micro + CMSIS-NN (same emulator, same inputs)",
                             ["model", "peer firmware", "peer cycles", "edgenn cycles",
-                             "speed-up", "peer arena B", "slowest op (edgenn / peer)"],
+                             "speed-up", f"over {STATEFUL_INVOCATIONS} stateful",
+                             "peer arena B", "slowest op (edgenn / peer)"],
                             peer_rows))
 
 
