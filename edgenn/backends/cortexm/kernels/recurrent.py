@@ -7,7 +7,9 @@ or arena tensors: a stateful model's state area) are copied into the layer's scr
 which holds the running state; the optional final-state outputs (LSTM's hidden and cell state,
 SVDF's new state) receive it at the end, and a stateful model keeps them for the next
 invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD
-(``simd_rows``).
+(``simd_rows``). Generated kernels register above these on the cores they fit and leave
+them as the fallbacks: ``lstm_s8_gen`` / ``lstm_s16_gen`` (DSP), ``lstm_f32_gen`` (FPU, no
+peepholes), ``svdf_s8_gen`` (DSP, int16 state, even memory); the GRU's is ``gru_f32_gen``.
 """
 
 from __future__ import annotations
