@@ -17,12 +17,13 @@ one is generated for the layer's shape:
   word ``(old[2k + 1], old[2k + 2])`` is stored (the new state: in place is safe, each word
   is read before the one before it is written); the newest value ``wt[M - 1] * feature``
   and the filter's last word close it. The state zero point is folded into the biases
-  (``-zp * sum(wt)`` per unit): int32 sums wrap as TFLM's.
+  (``-zp * sum(wt)`` per unit): int32 sums wrap as TFLM's. An odd memory leaves every
+  other filter row unaligned: its time pass runs one value at a time in C.
 * Each unit: bias + its ``rank`` filters' sums, requantized by ``effective_scale_2`` to int8.
 
-Claims: int8 input and output, int16 state and time weights, an even memory (the filter rows
-then stay word-aligned), the feature rows packable with their folded biases provably in the
-accumulators; anything else (int8 state, an odd memory) runs the portable kernel.
+Claims: int8 input and output, int16 state and time weights, the feature rows packable with
+their folded biases provably in the accumulators; anything else (an int8 state) runs the
+portable kernel.
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ def _layer(node: Node, graph: Graph) -> Svdf:
     assert isinstance(layer, Svdf)
     if not layer.integer or graph.tensor(node.inputs[4]).dtype is not DType.INT16:
         raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8 with int16 state")
-    if layer.memory % 2:
-        raise UnsupportedOperatorError(f"{node}: the generated SVDF needs an even memory")
     p = layer.params
     inits = _feature_inits(layer)
     if not packable(p.weights_feature) or not bias_in_accumulators(p.weights_feature, inits):
@@ -79,6 +78,13 @@ def time_stream(layer: Svdf) -> np.ndarray:
     pairs = (shifted[:, 0::2] & 0xFFFF) | ((shifted[:, 1::2] & 0xFFFF) << 16)
     last = wt[:, -1:] & 0xFFFFFFFF
     return np.concatenate([pairs, last], axis=1).ravel().astype(np.uint32)
+
+
+def _time_weights(layer: Svdf) -> CArray:
+    """The word-pair stream of an even memory, the plain int16 [F, M] weights of an odd one."""
+    if layer.memory % 2:
+        return CArray("wt", "int16_t", layer.params.weights_time)
+    return CArray("wt", "uint32_t", time_stream(layer))
 
 
 def unit_biases(layer: Svdf) -> np.ndarray:
@@ -170,12 +176,37 @@ static inline int32_t @P@_time(const uint32_t *sp, uint32_t *dp, const uint32_t 
 """
 
 
+def _time_code_odd(memory: int, store: bool) -> str:
+    """``@P@_time`` of an odd memory, whose filter rows alternate in alignment: one value at
+    a time (halfword loads, a multiply-accumulate, the shifted value stored)."""
+    put = "dp[m] = (int16_t)v;" if store else ""
+    last = f"dp[{memory - 1}] = (int16_t)feat;" if store else "(void)dp;"
+    return f"""/* one filter: sum over its M = {memory} state values after the shift (sp: the old
+ * ones, dp: where the shifted ones go), the newest one feat */
+static inline int32_t @P@_time(const int16_t *sp, int16_t *dp, const int16_t *tw,
+                               int32_t feat)
+{{
+    uint32_t acc = 0;
+    for (int m = 0; m < {memory - 1}; m++) {{
+        const int32_t v = sp[m + 1];
+        acc += (uint32_t)(tw[m] * v);
+        {put}
+    }}
+    {last}
+    return (int32_t)(acc + (uint32_t)(tw[{memory - 1}] * feat));
+}}
+"""
+
+
 def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> str:
     p = layer.params
     f, m, units, rank = layer.filters, layer.memory, layer.units, layer.rank
     m2, s2 = p.scale_2
     row = f * m
-    dst = f"(uint32_t *)(s1 + b * {row})" if store else "NULL"
+    # an even memory runs on word pairs (M / 2 state words and M / 2 + 1 weight words a
+    # filter), an odd one on halfwords
+    word, step, wstep = ("uint32_t", m // 2, m // 2 + 1) if m % 2 == 0 else ("int16_t", m, m)
+    dst = f"({word} *)(s1 + b * {row})" if store else "NULL"
     return f"""static void @P@_svdf(const int8_t *x, int8_t *y, const int16_t *s0, int16_t *s1,
                      void *scratch)
 {{
@@ -185,17 +216,17 @@ def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> s
     for (int b = 0; b < {batch}; b++) {{
         edgenn_fc_widen_s8_dsp(x + b * {n_input}, xe, {n_input});
         @P@_features(xe, feat);
-        const uint32_t *sp = (const uint32_t *)(s0 + b * {row});
-        uint32_t *dp = {dst};
-        const uint32_t *tw = @P@_wt;
+        const {word} *sp = (const {word} *)(s0 + b * {row});
+        {word} *dp = {dst};
+        const {word} *tw = @P@_wt;
         const int32_t *fv = feat;
         for (int u = 0; u < {units}; u++) {{
             uint32_t v = (uint32_t)@P@_bias[u];
             for (int r = 0; r < {rank}; r++) {{
                 v += (uint32_t)@P@_time(sp, dp, tw, *fv++);
-                sp += {m // 2};
-                {"dp += " + str(m // 2) + ";" if store else ""}
-                tw += {m // 2 + 1};
+                sp += {step};
+                {"dp += " + str(step) + ";" if store else ""}
+                tw += {wstep};
             }}
             y[b * {units} + u] = (int8_t)edgenn_requant_s32((int32_t)v, {m2}, {s2}, {p.output_zp},
                                                          -128, 127);
@@ -227,11 +258,12 @@ class GeneratedSvdfS8:
         px = dense_pairs(n_input)
         wf = pack_dense_weights(layer.params.weights_feature, _feature_inits(layer))
         arrays: list[CArray] = [CArray("wf", "uint32_t", wf),
-                                CArray("wt", "uint32_t", time_stream(layer)),
+                                _time_weights(layer),
                                 CArray("bias", "int32_t", unit_biases(layer))]
         state0 = const_operand(node, graph, 4, arrays)
         store = len(node.outputs) == 2
-        code = (_features_code(layer, px) + "\n" + _time_code(layer.memory, store) + "\n"
+        time = _time_code_odd if layer.memory % 2 else _time_code
+        code = (_features_code(layer, px) + "\n" + time(layer.memory, store) + "\n"
                 + _svdf_code(layer, batch, n_input, px, store))
         out = "{out1}" if store else "NULL"
         scratch = 4 * px + 4 * (layer.filters + 1)
