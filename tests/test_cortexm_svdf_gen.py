@@ -1,10 +1,10 @@
-"""The generated int8 SVDF of DSP cores (kernels/svdf_s8_gen.py, int16 state) against the
-reference runtime and TFLite Micro: zero mismatches over ranks 1-3, memories from 2 up,
+"""The generated int8 SVDF of DSP cores (kernels/svdf_s8_gen.py, int16 or int8 state)
+against the reference runtime and TFLite Micro: zero mismatches over ranks 1-3, memories from 2 up,
 filter counts that leave 2- and 4-row feature passes and odd ones, input sizes that are not
 multiples of 4, time passes straight, looped and odd, input / state / output zero points,
 full-range inputs, and 20 consecutive stateful invocations (the state shifted in place
-across them). Every case is checked to run the generated kernel; an int8 state keeps the
-portable one.
+across them), an int8 state saturating. Every case is checked to run the generated
+kernel.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ def _cases() -> list[Case]:
         svdf_int8("gen_svdf_9x5r1m8", 1, 9, 5, 1, 8, x_zp=-128, state_scale=0.004),
         svdf_int8("gen_svdf_12x3r2m40_looped", 1, 12, 3, 2, 40),  # the time pass looped
         svdf_int8("gen_svdf_6x4r2m5_odd", 1, 6, 4, 2, 5, state_zp=4),  # halfword time pass
+        svdf_int8("gen_svdf8_10x4r2m6", 1, 10, 4, 2, 6, state=DType.INT8, state_zp=-3),
+        # the features saturate the int8 state: clamped before the zero point, then wrapped
+        svdf_int8("gen_svdf8_6x4r2m5_saturating", 1, 6, 4, 2, 5, state=DType.INT8,
+                  state_zp=-40, state_scale=0.01),
     ]
 
 
@@ -51,6 +55,7 @@ def _slow_cases() -> list[Case]:
         svdf_int8("gen_svdf_8x5r1m36_looped", 1, 8, 5, 1, 36, state_zp=-2),
         svdf_int8("gen_svdf_21x9r3m1_odd", 1, 21, 9, 3, 1),
         svdf_int8("gen_svdf_5x7r1m11_odd", 1, 5, 7, 1, 11),
+        svdf_int8("gen_svdf8_33x16r1m9", 1, 33, 16, 1, 9, state=DType.INT8),
     ]
 
 
@@ -70,11 +75,9 @@ def _check_selected(graph: Graph, core: str = "cortex-m4") -> None:
         assert select_kernel(node, graph, CORES[core]).name == GeneratedSvdfS8.name, node
 
 
-def test_int8_state_and_no_dsp_keep_the_portable_kernel() -> None:
-    case = svdf_int8("s8", 1, 6, 4, 2, 6, state=DType.INT8)
-    graph = load_tflite(model_bytes([case]), name=case.id)
-    assert select_kernel(graph.nodes[0], graph, M4).name == "edgenn_svdf_s8"
+def test_no_dsp_keeps_the_portable_kernel() -> None:
     graph = load_tflite(model_bytes(_cases()[:1]), name="m0")
+    assert select_kernel(graph.nodes[0], graph, CORES["cortex-m0plus"]).name == "edgenn_svdf_s8"
     assert not GeneratedSvdfS8().matches(graph.nodes[0], graph, CORES["cortex-m0plus"])
 
 

@@ -9,7 +9,7 @@ SVDF's new state) receive it at the end, and a stateful model keeps them for the
 invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD
 (``simd_rows``). Generated kernels register above these on the cores they fit and leave
 them as the fallbacks: ``lstm_s8_gen`` / ``lstm_s16_gen`` (DSP), ``lstm_f32_gen`` (FPU, no
-peepholes), ``svdf_s8_gen`` (DSP, int16 state, even memory); the GRU's is ``gru_f32_gen``.
+peepholes), ``svdf_s8_gen`` (DSP); the GRU's is ``gru_f32_gen``.
 """
 
 from __future__ import annotations

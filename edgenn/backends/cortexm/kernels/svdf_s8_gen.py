@@ -1,4 +1,4 @@
-"""Generated int8 SVDF (int16 state) for DSP cores (Cortex-M4/M7), bit-exact with TFLite Micro.
+"""Generated int8 SVDF for DSP cores (Cortex-M4/M7), bit-exact with TFLite Micro.
 
 The portable kernel (``recurrent.py``, ``c/edgenn_svdf.c``) shifts the whole state by one
 element at a time, then runs scalar products with per-element zero-point subtractions. This
@@ -17,13 +17,13 @@ one is generated for the layer's shape:
   word ``(old[2k + 1], old[2k + 2])`` is stored (the new state: in place is safe, each word
   is read before the one before it is written); the newest value ``wt[M - 1] * feature``
   and the filter's last word close it. The state zero point is folded into the biases
-  (``-zp * sum(wt)`` per unit): int32 sums wrap as TFLM's. An odd memory leaves every
-  other filter row unaligned: its time pass runs one value at a time in C.
+  (``-zp * sum(wt)`` per unit): int32 sums wrap as TFLM's. An odd memory (every other
+  filter row unaligned) or an int8 state (int8 time weights; the feature clamped to int8)
+  runs its time pass one value at a time in C.
 * Each unit: bias + its ``rank`` filters' sums, requantized by ``effective_scale_2`` to int8.
 
-Claims: int8 input and output, int16 state and time weights, the feature rows packable with
-their folded biases provably in the accumulators; anything else (an int8 state) runs the
-portable kernel.
+Claims: int8 input and output (int16 or int8 state), the feature rows packable with their
+folded biases provably in the accumulators; otherwise the portable kernel runs.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from edgenn.ir import DType, Graph, Node
 def _layer(node: Node, graph: Graph) -> Svdf:
     layer = _ref_layer(node, graph)
     assert isinstance(layer, Svdf)
-    if not layer.integer or graph.tensor(node.inputs[4]).dtype is not DType.INT16:
-        raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8 with int16 state")
+    if not layer.integer:
+        raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8")
     p = layer.params
     inits = _feature_inits(layer)
     if not packable(p.weights_feature) or not bias_in_accumulators(p.weights_feature, inits):
@@ -80,10 +80,20 @@ def time_stream(layer: Svdf) -> np.ndarray:
     return np.concatenate([pairs, last], axis=1).ravel().astype(np.uint32)
 
 
+def _state_ctype(layer: Svdf) -> str:
+    return "int8_t" if layer.params.state_lo == -128 else "int16_t"
+
+
+def _by_value(layer: Svdf) -> bool:
+    """The time pass one value at a time: an int8 state, or an odd memory (whose filter rows
+    alternate in alignment); word pairs otherwise."""
+    return _state_ctype(layer) == "int8_t" or layer.memory % 2 == 1
+
+
 def _time_weights(layer: Svdf) -> CArray:
-    """The word-pair stream of an even memory, the plain int16 [F, M] weights of an odd one."""
-    if layer.memory % 2:
-        return CArray("wt", "int16_t", layer.params.weights_time)
+    """The word-pair stream (``time_stream``), or the plain [F, M] weights (``_by_value``)."""
+    if _by_value(layer):
+        return CArray("wt", _state_ctype(layer), layer.params.weights_time)
     return CArray("wt", "uint32_t", time_stream(layer))
 
 
@@ -99,6 +109,7 @@ def _features_code(layer: Svdf, px: int) -> str:
     """``@P@_features``: every filter's newest state value from the widened input."""
     p = layer.params
     fc = _Fc.of(Requant(*p.scale_1), p.weights_feature, _feature_inits(layer))
+    ctype = _state_ctype(layer)
     lines = ["static __attribute__((noinline)) void @P@_features(const uint32_t *xe, "
              "int32_t *feat)", "{", "    const uint32_t *wp = @P@_wf;", "    const uint32_t *xp;"]
 
@@ -107,7 +118,9 @@ def _features_code(layer: Svdf, px: int) -> str:
         body += ["    " + line for line in _dot_block(rows // 2, px, "", True)]
         for r in range(rows):
             value = fc.value(f"b{r // 2}", f"a{r // 2}", r)
-            body.append(f"    feat[{first} + {r}] = (int16_t)({value} + {p.state_zp});")
+            if p.state_lo == -128:  # int16-saturated, then the int8 state's clamp
+                value = f"edgenn_clamp({value}, -128, 127)"
+            body.append(f"    feat[{first} + {r}] = ({ctype})({value} + {p.state_zp});")
         return body
 
     groups = row_groups(layer.filters)
@@ -176,14 +189,14 @@ static inline int32_t @P@_time(const uint32_t *sp, uint32_t *dp, const uint32_t 
 """
 
 
-def _time_code_odd(memory: int, store: bool) -> str:
-    """``@P@_time`` of an odd memory, whose filter rows alternate in alignment: one value at
-    a time (halfword loads, a multiply-accumulate, the shifted value stored)."""
-    put = "dp[m] = (int16_t)v;" if store else ""
-    last = f"dp[{memory - 1}] = (int16_t)feat;" if store else "(void)dp;"
+def _time_code_values(memory: int, store: bool, ctype: str) -> str:
+    """``@P@_time`` one value at a time (``_by_value``: a load, a multiply-accumulate, the
+    shifted value stored)."""
+    put = f"dp[m] = ({ctype})v;" if store else ""
+    last = f"dp[{memory - 1}] = ({ctype})feat;" if store else "(void)dp;"
     return f"""/* one filter: sum over its M = {memory} state values after the shift (sp: the old
  * ones, dp: where the shifted ones go), the newest one feat */
-static inline int32_t @P@_time(const int16_t *sp, int16_t *dp, const int16_t *tw,
+static inline int32_t @P@_time(const {ctype} *sp, {ctype} *dp, const {ctype} *tw,
                                int32_t feat)
 {{
     uint32_t acc = 0;
@@ -205,9 +218,10 @@ def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> s
     row = f * m
     # an even memory runs on word pairs (M / 2 state words and M / 2 + 1 weight words a
     # filter), an odd one on halfwords
-    word, step, wstep = ("uint32_t", m // 2, m // 2 + 1) if m % 2 == 0 else ("int16_t", m, m)
+    st = _state_ctype(layer)
+    word, step, wstep = (st, m, m) if _by_value(layer) else ("uint32_t", m // 2, m // 2 + 1)
     dst = f"({word} *)(s1 + b * {row})" if store else "NULL"
-    return f"""static void @P@_svdf(const int8_t *x, int8_t *y, const int16_t *s0, int16_t *s1,
+    return f"""static void @P@_svdf(const int8_t *x, int8_t *y, const {st} *s0, {st} *s1,
                      void *scratch)
 {{
     uint32_t *xe = (uint32_t *)scratch;
@@ -237,7 +251,7 @@ def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> s
 
 
 class GeneratedSvdfS8:
-    """int8 SVDF (int16 state): DSP feature passes, one SMLAD pass for time product + shift."""
+    """int8 SVDF: DSP feature passes, one SMLAD pass for time product + shift."""
 
     op = "SVDF"
     priority = 30
@@ -262,8 +276,9 @@ class GeneratedSvdfS8:
                                 CArray("bias", "int32_t", unit_biases(layer))]
         state0 = const_operand(node, graph, 4, arrays)
         store = len(node.outputs) == 2
-        time = _time_code_odd if layer.memory % 2 else _time_code
-        code = (_features_code(layer, px) + "\n" + time(layer.memory, store) + "\n"
+        time = (_time_code_values(layer.memory, store, _state_ctype(layer)) if _by_value(layer)
+                else _time_code(layer.memory, store))
+        code = (_features_code(layer, px) + "\n" + time + "\n"
                 + _svdf_code(layer, batch, n_input, px, store))
         out = "{out1}" if store else "NULL"
         scratch = 4 * px + 4 * (layer.filters + 1)
