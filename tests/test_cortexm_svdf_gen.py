@@ -10,6 +10,7 @@ kernel.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ from tests.conformance.spec import Case, model_bytes  # noqa: E402
 needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                                reason="no arm-none-eabi-gcc")
 M4 = CORES["cortex-m4"]
+FIXTURES = Path(__file__).parent / "fixtures" / "svdf"
 
 
 def _cases() -> list[Case]:
@@ -111,3 +113,40 @@ def test_m4_twenty_stateful_invocations_match_reference_and_tflm() -> None:
 def test_sweep_matches_reference_and_tflm(target: str) -> None:
     data = model_bytes(_cases() + _slow_cases())
     _stream(data, load_tflite(data, name="svdf_gen_sweep"), target, 20, 17)
+
+
+def test_row_order_packs_rows_holding_minus_128() -> None:
+    """Rows with -128 weights: some order of them packs, each row exactly once."""
+    from edgenn.backends.cortexm.kernels.dense import packable
+    from edgenn.backends.cortexm.kernels.svdf_s8_gen import row_order
+
+    rng = np.random.default_rng(4)
+    for rows in (5, 8, 13):
+        w = rng.integers(-127, 128, (rows, 17))
+        w[0] = -rng.integers(1, 128, 17)  # row 0 negative everywhere,
+        w[1, ::3] = -128  # so the pair (0, 1) as it stands cannot pack
+        w[rows - 1, 1::4] = -128
+        assert not packable(w)
+        order = row_order(w)
+        assert order is not None and sorted(order) == list(range(rows))
+        assert packable(w[order])
+    assert row_order(np.full((2, 3), -128)) is None  # two rows of -128 only: no pairing
+
+
+@needs_arm
+@pytest.mark.parametrize("name", ["keyword_scrambled", pytest.param(
+    "keyword_scrambled_8bit", marks=pytest.mark.slow)])
+def test_tflm_keyword_benchmark_model_streams_exactly(name: str) -> None:
+    """TFLM's keyword benchmark network (7 SVDF layers, scrambled weights holding -128: the
+    feature rows reordered) over 20 consecutive invocations: bit-exact."""
+    data = (FIXTURES / f"{name}.tflite").read_bytes()
+    graph = load_tflite(data, name=name)
+    svdf = [n for n in graph.nodes if n.op == "SVDF"]
+    assert len(svdf) == 7
+    assert all(select_kernel(n, graph, M4).name == GeneratedSvdfS8.name for n in svdf)
+    rng = np.random.default_rng(8)
+    x = rng.integers(-32768, 32767, (20, *graph.tensor(graph.inputs[0]).shape[1:]),
+                     endpoint=True).astype(np.int16)
+    got = compile_model(graph, "cortex-m4").run(x, stateful=True)
+    want = tflm_run(data, x, stateful=True, interpreter=tflm_interpreter(data))
+    assert _mismatches(got, want) == 0

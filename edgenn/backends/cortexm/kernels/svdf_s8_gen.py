@@ -22,8 +22,9 @@ one is generated for the layer's shape:
   runs its time pass one value at a time in C.
 * Each unit: bias + its ``rank`` filters' sums, requantized by ``effective_scale_2`` to int8.
 
-Claims: int8 input and output (int16 or int8 state), the feature rows packable with their
-folded biases provably in the accumulators; otherwise the portable kernel runs.
+Claims: int8 input and output (int16 or int8 state), the feature rows packable in some order
+(``row_order``) with their folded biases provably in the accumulators; otherwise the
+portable kernel runs.
 """
 
 from __future__ import annotations
@@ -55,19 +56,54 @@ def _layer(node: Node, graph: Graph) -> Svdf:
     assert isinstance(layer, Svdf)
     if not layer.integer:
         raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8")
-    p = layer.params
-    inits = _feature_inits(layer)
-    if not packable(p.weights_feature) or not bias_in_accumulators(p.weights_feature, inits):
+    order = row_order(layer.params.weights_feature)
+    if order is None or not bias_in_accumulators(_feature_rows(layer, order),
+                                                 _feature_inits(layer, order)):
         raise UnsupportedOperatorError(
             f"{node}: SVDF feature weights do not fit two-row weight words")
     return layer
 
 
-def _feature_inits(layer: Svdf) -> np.ndarray:
-    """The feature rows' initial accumulators: TFLM's dot from 0 over ``x - input_zp``."""
+def _pairs_ok(w: np.ndarray, lo: int, hi: int) -> bool:
+    """Rows ``lo`` and ``hi`` share two-row weight words (``dense.packable``)."""
+    return not bool(np.any((w[hi] == -128) & (w[lo] < 0)))
+
+
+def row_order(w: np.ndarray) -> list[int] | None:
+    """An order of the feature rows whose consecutive pairs are packable (None: none found).
+    Every filter's feature lands in its own state slot, so the rows may run in any order: a
+    row holding -128 (the converter's symmetric weights never do; TFLM's scrambled benchmark
+    model does) goes first as a lo row next to a partner that keeps the pair packable; the
+    time pass finds each filter's feature through a position table. Identity when the rows
+    already pack."""
+    if packable(w):
+        return list(range(len(w)))
+    left = sorted(range(len(w)), key=lambda r: (not np.any(w[r] == -128), r))
+    order: list[int] = []
+    while left:
+        a = left.pop(0)
+        for k, b in enumerate(left):
+            if _pairs_ok(w, a, b) or _pairs_ok(w, b, a):
+                left.pop(k)
+                order += [a, b] if _pairs_ok(w, a, b) else [b, a]
+                break
+        else:
+            if left:
+                return None
+            order.append(a)  # the last, odd row: its hi partner is the zero padding
+    return order
+
+
+def _feature_rows(layer: Svdf, order: list[int]) -> np.ndarray:
+    return layer.params.weights_feature[order]
+
+
+def _feature_inits(layer: Svdf, order: list[int]) -> np.ndarray:
+    """The feature rows' initial accumulators (in ``order``): TFLM's dot from 0 over
+    ``x - input_zp``."""
     p = layer.params
     return i32(fold_input_zero_point(np.zeros(layer.filters, np.int64), p.weights_feature,
-                                     p.input_zp)).astype(np.int64)
+                                     p.input_zp)).astype(np.int64)[order]
 
 
 def time_stream(layer: Svdf) -> np.ndarray:
@@ -108,7 +144,9 @@ def unit_biases(layer: Svdf) -> np.ndarray:
 def _features_code(layer: Svdf, px: int) -> str:
     """``@P@_features``: every filter's newest state value from the widened input."""
     p = layer.params
-    fc = _Fc.of(Requant(*p.scale_1), p.weights_feature, _feature_inits(layer))
+    order = row_order(p.weights_feature)
+    assert order is not None
+    fc = _Fc.of(Requant(*p.scale_1), _feature_rows(layer, order), _feature_inits(layer, order))
     ctype = _state_ctype(layer)
     lines = ["static __attribute__((noinline)) void @P@_features(const uint32_t *xe, "
              "int32_t *feat)", "{", "    const uint32_t *wp = @P@_wf;", "    const uint32_t *xp;"]
@@ -221,6 +259,10 @@ def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> s
     st = _state_ctype(layer)
     word, step, wstep = (st, m, m) if _by_value(layer) else ("uint32_t", m // 2, m // 2 + 1)
     dst = f"({word} *)(s1 + b * {row})" if store else "NULL"
+    # features in the feature passes' row order; ``pos`` finds filter f's among them
+    identity = row_order(p.weights_feature) == list(range(f))
+    fv = "const int32_t *fv = feat;" if identity else "const uint8_t *pos = @P@_pos;"
+    next_feat = "*fv++" if identity else "feat[*pos++]"
     return f"""static void @P@_svdf(const int8_t *x, int8_t *y, const {st} *s0, {st} *s1,
                      void *scratch)
 {{
@@ -233,11 +275,11 @@ def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> s
         const {word} *sp = (const {word} *)(s0 + b * {row});
         {word} *dp = {dst};
         const {word} *tw = @P@_wt;
-        const int32_t *fv = feat;
+        {fv}
         for (int u = 0; u < {units}; u++) {{
             uint32_t v = (uint32_t)@P@_bias[u];
             for (int r = 0; r < {rank}; r++) {{
-                v += (uint32_t)@P@_time(sp, dp, tw, *fv++);
+                v += (uint32_t)@P@_time(sp, dp, tw, {next_feat});
                 sp += {step};
                 {"dp += " + str(step) + ";" if store else ""}
                 tw += {wstep};
@@ -270,10 +312,16 @@ class GeneratedSvdfS8:
         layer = _layer(node, graph)
         batch, n_input = graph.tensor(node.inputs[0]).shape
         px = dense_pairs(n_input)
-        wf = pack_dense_weights(layer.params.weights_feature, _feature_inits(layer))
+        order = row_order(layer.params.weights_feature)
+        assert order is not None
+        wf = pack_dense_weights(_feature_rows(layer, order), _feature_inits(layer, order))
         arrays: list[CArray] = [CArray("wf", "uint32_t", wf),
                                 _time_weights(layer),
                                 CArray("bias", "int32_t", unit_biases(layer))]
+        if order != list(range(layer.filters)):
+            if layer.filters > 256:
+                raise UnsupportedOperatorError(f"{node}: more than 256 reordered filters")
+            arrays.append(CArray("pos", "uint8_t", np.argsort(order)))
         state0 = const_operand(node, graph, 4, arrays)
         store = len(node.outputs) == 2
         time = (_time_code_values(layer.memory, store, _state_ctype(layer)) if _by_value(layer)
