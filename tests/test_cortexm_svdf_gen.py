@@ -150,3 +150,21 @@ def test_tflm_keyword_benchmark_model_streams_exactly(name: str) -> None:
     got = compile_model(graph, "cortex-m4").run(x, stateful=True)
     want = tflm_run(data, x, stateful=True, interpreter=tflm_interpreter(data))
     assert _mismatches(got, want) == 0
+
+
+def test_new_state_takes_its_slot() -> None:
+    """The SVDF kernels write the new state over the old one (``state_in_place``): the
+    planner gives it the state variable's slot, so the stateful arena holds the state once."""
+    from edgenn.backends.cortexm.codegen.memory import plan_arena, state_aliases
+
+    graph = load_tflite(model_bytes(_cases()[:2]), name="slots")
+    assert len(graph.state) == 2
+    want = {s.write: s.read for s in graph.state}
+    assert state_aliases(graph, range(len(graph.nodes))) == want
+    assert state_aliases(graph, []) == {}  # no kernel allows it: planned buffers, copies
+    calls = [select_kernel(n, graph, M4).prepare(n, graph, M4) for n in graph.nodes]
+    assert all(c.state_in_place for c in calls)
+    scratch = [c.scratch_bytes for c in calls]
+    shared = plan_arena(graph, scratch, state_in_place=range(len(calls)))
+    assert not set(want) & set(shared.offsets)
+    assert plan_arena(graph, scratch).peak_bytes > shared.peak_bytes

@@ -115,6 +115,7 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
         call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
         sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
         scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
+        state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
 
 
@@ -157,6 +158,7 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
               "{scratch});"),
         sources=("edgenn_lstm_f32.c",), arrays=tuple(arrays), code=code,
         scratch_bytes=_aligned16(24 * layer.n_cell), kernel_name="edgenn_lstm_f32",
+        state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
 
 
@@ -199,6 +201,7 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
         call=(f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
               f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        state_in_place=True,
         kernel_name="edgenn_svdf_s8",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
@@ -223,6 +226,7 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
         call=(f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
               f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        state_in_place=True,
         kernel_name="edgenn_svdf_f32",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 

@@ -333,7 +333,7 @@ class GeneratedSvdfS8:
         return KernelCall(
             call=f"{{prefix}}_svdf({{in0}}, {{out0}}, {state0}, {out}, {{scratch}});",
             sources=("edgenn_fc_widen_s8_dsp.c",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name,
+            scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
             comment=(f"SVDF {layer.filters} filters x {layer.memory} memory, rank "
                      f"{layer.rank}, generated SMLAD"))
 
