@@ -64,11 +64,6 @@ def _layer(node: Node, graph: Graph) -> Svdf:
     return layer
 
 
-def _pairs_ok(w: np.ndarray, lo: int, hi: int) -> bool:
-    """Rows ``lo`` and ``hi`` share two-row weight words (``dense.packable``)."""
-    return not bool(np.any((w[hi] == -128) & (w[lo] < 0)))
-
-
 def row_order(w: np.ndarray) -> list[int] | None:
     """An order of the feature rows whose consecutive pairs are packable (None: none found).
     Every filter's feature lands in its own state slot, so the rows may run in any order: a
@@ -78,19 +73,24 @@ def row_order(w: np.ndarray) -> list[int] | None:
     already pack."""
     if packable(w):
         return list(range(len(w)))
-    left = sorted(range(len(w)), key=lambda r: (not np.any(w[r] == -128), r))
+    low, neg = w == -128, w < 0
+    left = sorted(range(len(w)), key=lambda r: (not low[r].any(), r))
     order: list[int] = []
     while left:
         a = left.pop(0)
-        for k, b in enumerate(left):
-            if _pairs_ok(w, a, b) or _pairs_ok(w, b, a):
-                left.pop(k)
-                order += [a, b] if _pairs_ok(w, a, b) else [b, a]
-                break
-        else:
-            if left:
-                return None
+        if not left:
             order.append(a)  # the last, odd row: its hi partner is the zero padding
+            break
+        rest = np.array(left)
+        # (a lo, b hi) packs when b has no -128 where a is negative; (b lo, a hi) likewise
+        as_lo = ~np.any(low[rest] & neg[a], axis=1)
+        as_hi = ~np.any(low[a] & neg[rest], axis=1)
+        fits = np.flatnonzero(as_lo | as_hi)
+        if not fits.size:
+            return None
+        k = int(fits[0])
+        b = left.pop(k)
+        order += [a, b] if as_lo[k] else [b, a]
     return order
 
 
