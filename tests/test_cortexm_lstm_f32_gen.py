@@ -80,6 +80,10 @@ def test_stream_is_every_weight_once() -> None:
     stream = call.arrays[0].values
     shape = CASES[0][1]
     assert stream.size == 4 * shape.n_cell * (shape.n_input + shape.n_cell + 1)
+    node = graph.nodes[0]
+    every = np.concatenate([graph.tensor(node.inputs[k]).data.ravel()  # type: ignore[union-attr]
+                            for k in (*range(1, 9), *range(12, 16))])
+    np.testing.assert_array_equal(np.sort(stream), np.sort(every.astype(np.float32)))
 
 
 def _run(spec: list[tuple[str, LstmShape, float]], target: str, seed: int) -> None:
