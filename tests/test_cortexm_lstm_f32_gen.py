@@ -129,16 +129,20 @@ def test_sweep_matches_reference_and_tflm(target: str) -> None:
 
 
 @needs_arm
-@pytest.mark.parametrize("attrs", [(("clip", 0.7),),
-                                   (("activations", ["Sigmoid", "Sigmoid", "Tanh"]),)],
-                         ids=["gate-clip", "sigmoid-cell-gate"])
-def test_m4_onnx_lstm_matches_onnxruntime(attrs: tuple[tuple[str, object], ...]) -> None:
-    """What only ONNX has: the gates' clip, a sigmoid cell gate (against onnxruntime)."""
+@pytest.mark.parametrize("layout,attrs", [
+    (1, (("clip", 0.7),)), (1, (("activations", ["Sigmoid", "Sigmoid", "Tanh"]),)), (0, ())],
+    ids=["gate-clip", "sigmoid-cell-gate", "time-major-5-steps-batch-3"])
+def test_m4_onnx_lstm_matches_onnxruntime(layout: int,
+                                          attrs: tuple[tuple[str, object], ...]) -> None:
+    """What only ONNX has: the gates' clip, a sigmoid cell gate, a time-major sequence of
+    several steps and batch rows (against onnxruntime)."""
     pytest.importorskip("onnxruntime")
     from edgenn.frontends.onnx import load_onnx
     from tests.test_recurrent_onnx import Rnn, _assert_close, _onnxruntime
 
-    rnn = Rnn("LSTM", 6, 2, 11, 7, layout=1, initial="const", seed=21, attrs=attrs)
+    batch = 3 if layout == 0 else 2
+    rnn = Rnn("LSTM", 5 if layout == 0 else 6, batch, 11, 7, layout=layout, initial="const",
+              seed=21, attrs=attrs)
     model, feeds = rnn.model()
     graph = load_onnx(model.SerializeToString(), name="lstm.onnx")
     _check_selected(graph)
