@@ -16,17 +16,17 @@ import hashlib
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import ref_layer
 from edgenn.backends.cortexm.kernels.movement import TYPES, same_types
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
+from edgenn.prepared.movement import prepare_concat
 
 UNROLL = 16  # words of one slab moved by straight-line code
 
 
 def _slab_words(node: Node, graph: Graph) -> list[int] | None:
-    layer = ref_layer(node, graph)
-    if layer.rescale and any(r is not None for r in layer.rescale):
+    p = prepare_concat(node, graph)
+    if any(r is not None for r in p.rescale):
         return None
     y = graph.tensor(node.outputs[0])
     words = []
@@ -34,11 +34,11 @@ def _slab_words(node: Node, graph: Graph) -> list[int] | None:
         t = graph.tensor(name)
         if t.is_const:
             return None
-        nbytes = int(np.prod(t.shape[layer.axis:], dtype=np.int64)) * t.dtype.itemsize
+        nbytes = int(np.prod(t.shape[p.axis:], dtype=np.int64)) * t.dtype.itemsize
         if nbytes % 4:
             return None
         words.append(nbytes // 4)
-    outer = int(np.prod(y.shape[:layer.axis], dtype=np.int64))
+    outer = int(np.prod(y.shape[:p.axis], dtype=np.int64))
     return words if outer >= 1 and sum(words) * outer * 4 == y.nbytes else None
 
 

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import i32, ref_layer
+from edgenn.backends.cortexm.kernels.common import i32
 from edgenn.backends.cortexm.kernels.conv_gemm import Plan, _mac_asm, arena_room
 from edgenn.backends.cortexm.kernels.conv_s16 import (
     NARROW,
@@ -41,6 +40,7 @@ from edgenn.backends.cortexm.kernels.conv_s16 import (
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
+from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
 
 SHIFTED = 3  # a WIDE32 layer whose rescale folds into one SMLAL (wide_records)
 SHIFTED_HI = 4  # SHIFTED with every e == 0: the result is the high word
@@ -318,14 +318,11 @@ def shared_code(g: Geometry, mode: int) -> str:
             f"    {name}_conv(in, out, scratch, @P@_w, @P@_quant, @P@_bias);\n}}\n")
 
 
-def geometry(node: Node, graph: Graph) -> Geometry:
-    layer = ref_layer(node, graph)
-    _, in_h, in_w, in_c = graph.tensor(node.inputs[0]).shape
-    return Geometry(int(in_h), int(in_w), int(in_c), int(layer.oh), int(layer.ow),
-                    int(layer.co), int(layer.kh), int(layer.kw), int(layer.strides[0]),
-                    int(layer.strides[1]), int(layer.dilations[0]), int(layer.dilations[1]),
-                    int(layer.pads[0]), int(layer.pads[1]),
-                    int(layer.requant.lo), int(layer.requant.hi))
+def geometry(p: ConvS16Params) -> Geometry:
+    """The generator's view of a 16x8 layer's record."""
+    return Geometry(p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.out_c, p.k_h, p.k_w,
+                    p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_t, p.pad_l,
+                    p.requant.act_min, p.requant.act_max)
 
 
 def records(mode: int, ep_mult: np.ndarray, ep_shift: np.ndarray, bias: np.ndarray,
@@ -341,12 +338,12 @@ def records(mode: int, ep_mult: np.ndarray, ep_shift: np.ndarray, bias: np.ndarr
     return i32(rec).ravel()
 
 
-def rescale(layer: Any) -> tuple[int, np.ndarray, str]:
+def rescale(p: ConvS16Params) -> tuple[int, np.ndarray, str]:
     """(mode, int32 records, the ``@P@_bias`` int64 array's C) of a 16x8 layer: NARROW,
     SHIFTED where :func:`wide_records` applies, else WIDE32 (WIDE64 layers are not taken)."""
-    ep = epilogue(layer.requant, layer.w_int)
-    co = layer.w_int.shape[0]
-    bias = np.broadcast_to(np.asarray(layer.requant.bias, np.int64), (co,))
+    ep = epilogue(p.requant, p.w)
+    co = p.w.shape[0]
+    bias = np.broadcast_to(np.asarray(p.requant.bias, np.int64), (co,))
     mult = np.asarray(ep.arrays[0].values, np.int64)
     shift = np.asarray(ep.arrays[1].values, np.int64)
     mode, code = ep.mode, ep.code
@@ -372,10 +369,10 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if kh * kw * cin > MAX_K or graph.tensor(node.outputs[0]).shape[3] > 1024:
         return False
     # why the room: the patch must not raise the arena above TFLite Micro's (conv_gemm's rule)
-    if scratch_bytes(geometry(node, graph)) > max(SMALL_SCRATCH, arena_room(node, graph)):
+    p = prepare_conv_s16(node, graph)
+    if scratch_bytes(geometry(p)) > max(SMALL_SCRATCH, arena_room(node, graph)):
         return False
-    layer = ref_layer(node, graph)
-    return epilogue(layer.requant, layer.w_int).mode != WIDE64
+    return epilogue(p.requant, p.w).mode != WIDE64
 
 
 class ConvS16Gemm:
@@ -390,12 +387,12 @@ class ConvS16Gemm:
         return _claims(node, graph, core)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        g = geometry(node, graph)
+        p = prepare_conv_s16(node, graph)
+        g = geometry(p)
         co = g.out_c
-        ep = epilogue(layer.requant, layer.w_int)
-        mode, quant, code = rescale(layer)
-        w = layer.w_int.reshape(co, -1).astype(np.int8)
+        ep = epilogue(p.requant, p.w)
+        mode, quant, code = rescale(p)
+        w = p.w.reshape(co, -1).astype(np.int8)
         return KernelCall(
             call="{prefix}_conv({in0}, {out0}, {scratch});",
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgenn.arith.fixed_point import wrap_int32
+from edgenn.arith.fixed_point import requantize, wrap_int32
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import i32, is_int8, ref_layer
+from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams
 from edgenn.backends.cortexm.kernels.conv_gemm import (
     MAX_SCRATCH,
@@ -38,8 +38,8 @@ from edgenn.backends.cortexm.kernels.conv_gemm import (
     scratch_bytes,
 )
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.common import requantize
 from edgenn.ir import Graph, Node
+from edgenn.prepared.conv import conv_geometry, prepare_transpose_conv
 
 
 @dataclass(frozen=True)
@@ -70,30 +70,25 @@ def axis_phases(out: int, stride: int, k: int, dil: int, pad: int) -> list[AxisP
     return phases
 
 
-def _sub_params(layer: object, x_shape: tuple[int, ...], py: AxisPhase, px: AxisPhase,
-                co: int) -> ConvParams:
-    """The int8 convolution that computes the outputs of phase (py, px)."""
-    _, in_h, in_w, in_c = x_shape
-    w_int = layer.w_int  # type: ignore[attr-defined]
-    w = np.ascontiguousarray(w_int[:, list(py.taps)][:, :, list(px.taps)]).astype(np.int8)
-    bias = np.asarray(layer.bias_int, np.int64)  # type: ignore[attr-defined]
-    in_zp = int(layer.in_zp)  # type: ignore[attr-defined]
-    mult = np.broadcast_to(np.asarray(layer.mult, np.int64), (co,))  # type: ignore[attr-defined]
-    shift = np.broadcast_to(np.asarray(layer.shift, np.int64), (co,))  # type: ignore[attr-defined]
+def _sub_params(p: ConvParams, py: AxisPhase, px: AxisPhase) -> ConvParams:
+    """The int8 convolution that computes the outputs of phase (py, px): the layer's record
+    with the phase's taps, its shape and its bias folded over those taps alone."""
+    w = np.ascontiguousarray(p.w[:, list(py.taps)][:, :, list(px.taps)]).astype(np.int8)
+    bias = np.asarray(p.bias, np.int64)
     return ConvParams(
-        int(in_h), int(in_w), int(in_c), py.count, px.count, co, len(py.taps), len(px.taps),
-        1, 1, py.dil, px.dil, py.pad, px.pad, 0, 0, 1, in_zp,
-        int(layer.out_zp), int(layer.lo), int(layer.hi),  # type: ignore[attr-defined]
-        w, i32(bias), i32(fold_input_zero_point(bias, w, in_zp)),
-        mult.astype(np.int32), shift.astype(np.int32))
+        in_h=p.in_h, in_w=p.in_w, in_c=p.in_c, out_h=py.count, out_w=px.count,
+        out_c=p.out_c, k_h=len(py.taps), k_w=len(px.taps), stride_h=1, stride_w=1,
+        dil_h=py.dil, dil_w=px.dil, pad_t=py.pad, pad_l=px.pad, pad_b=0, pad_r=0, groups=1,
+        in_zp=p.in_zp, out_zp=p.out_zp, act_min=p.act_min, act_max=p.act_max, w=w,
+        bias=i32(bias), bias_folded=i32(fold_input_zero_point(bias, w, p.in_zp)),
+        mult=p.mult, shift=p.shift)
 
 
 def phase_pairs(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]]:
     """Every (row phase, column phase) of a TransposeConv2D node's output."""
-    layer = ref_layer(node, graph)
-    _, oh, ow, _ = graph.tensor(node.outputs[0]).shape
-    ys = axis_phases(int(oh), layer.strides[0], layer.kh, layer.dilations[0], layer.pads[0])
-    xs = axis_phases(int(ow), layer.strides[1], layer.kw, layer.dilations[1], layer.pads[1])
+    g = conv_geometry(node, graph)
+    ys = axis_phases(g.out_h, g.stride_h, g.k_h, g.dil_h, g.pad_t)
+    xs = axis_phases(g.out_w, g.stride_w, g.k_w, g.dil_w, g.pad_l)
     return [(py, px) for py in ys for px in xs]
 
 
@@ -109,11 +104,10 @@ def fill_code(py: AxisPhase, px: AxisPhase, sy: int, sx: int, ow: int, co: int, 
     }}"""
 
 
-def _plans(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase, ConvParams]]:
+def _plans(node: Node, graph: Graph, p: ConvParams) -> list[tuple[AxisPhase, AxisPhase,
+                                                                   ConvParams]]:
     """The phases some tap reaches, with their convolutions."""
-    layer = ref_layer(node, graph)
-    x_shape = graph.tensor(node.inputs[0]).shape
-    return [(py, px, _sub_params(layer, x_shape, py, px, layer.co))
+    return [(py, px, _sub_params(p, py, px))
             for py, px in phase_pairs(node, graph) if py.taps and px.taps]
 
 
@@ -144,10 +138,10 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     w = graph.tensor(node.inputs[1])
     if w.data is None or len(w.shape) != 4:
         return False
-    layer = ref_layer(node, graph)
-    if np.abs(layer.w_int).max(initial=0) > 127 or layer.co > 1024:
+    rec = prepare_transpose_conv(node, graph)
+    if rec.out_c > 1024:
         return False
-    plans = _plans(node, graph)
+    plans = _plans(node, graph, rec)
     return bool(plans) and all(scratch_bytes(p) + p.out_h * p.out_w * p.out_c + 4 <= MAX_SCRATCH
                for _, _, p in plans)
 
@@ -163,10 +157,10 @@ class TransposeConvGemm:
         return _claims(node, graph, core)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        plans = _plans(node, graph)
-        _, _, ow, co = graph.tensor(node.outputs[0]).shape
-        sy, sx = layer.strides
+        rec = prepare_transpose_conv(node, graph)
+        plans = _plans(node, graph, rec)
+        ow, co = rec.out_w, rec.out_c
+        sy, sx = rec.strides
         chosen = [(py, px, p, layer_plan_of(p)) for py, px, p in plans]
         conv_bytes = max((scratch_bytes(p, pl) + 3) & ~3 for _, _, p, pl in chosen)
         out_bytes = max(p.out_h * p.out_w * p.out_c for _, _, p, _ in chosen)
@@ -185,10 +179,10 @@ class TransposeConvGemm:
         empty = [(py, px) for py, px in phase_pairs(node, graph) if not (py.taps and px.taps)]
         if empty:
             # the bias alone, rescaled by the reference's own arithmetic
-            bias = np.asarray(layer.bias_int, np.int64).reshape(1, -1)
+            bias = np.asarray(rec.bias, np.int64).reshape(1, -1)
             arrays.append(CArray("fill", "int8_t", requantize(
-                wrap_int32(bias), layer.mult, layer.shift, layer.out_zp, layer.lo,
-                layer.hi).astype(np.int8).ravel()))
+                wrap_int32(bias), rec.mult, rec.shift, rec.out_zp, rec.act_min,
+                rec.act_max).astype(np.int8).ravel()))
             steps += [fill_code(py, px, sy, sx, int(ow), int(co), "int8_t", "@P@_fill")
                       for py, px in empty]
         code = "".join(f"#ifndef {n.upper()}_DEFINED\n#define {n.upper()}_DEFINED\n{b}\n#endif\n"
@@ -199,7 +193,7 @@ class TransposeConvGemm:
             call="{prefix}_tconv({in0}, {out0}, {scratch});",
             sources=("edgenn_conv_s8_gemm_dsp.h",), arrays=tuple(arrays),
             scratch_bytes=conv_bytes + out_bytes, kernel_name=self.name,
-            comment=f"int8 transposed conv {layer.kh}x{layer.kw} stride {sy}x{sx}: "
+            comment=f"int8 transposed conv {rec.k_h}x{rec.k_w} stride {sy}x{sx}: "
                     f"{len(chosen)} phase convolutions (conv_gemm)",
             code=code)
 

@@ -15,12 +15,10 @@ need int64 keep the portable ``edgenn_tconv_s16``.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import ref_layer
 from edgenn.backends.cortexm.kernels.conv_s16 import WIDE64, epilogue, is_s16
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     MAX_K,
@@ -37,6 +35,7 @@ from edgenn.backends.cortexm.kernels.conv_transpose_gemm import (
 )
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
 
 MAX_SCRATCH = 16384  # bytes: the largest phase's patch, window and dense outputs
 
@@ -46,15 +45,19 @@ def _phases(node: Node, graph: Graph) -> list[tuple[AxisPhase, AxisPhase]]:
     return [(py, px) for py, px in phase_pairs(node, graph) if py.taps and px.taps]
 
 
-def _geometry(layer: Any, x_shape: tuple[int, ...], py: AxisPhase, px: AxisPhase) -> Geometry:
-    _, in_h, in_w, in_c = x_shape
-    return Geometry(int(in_h), int(in_w), int(in_c), py.count, px.count, int(layer.co),
+def _record(node: Node, graph: Graph) -> ConvS16Params:
+    """TFLite Micro's 16x8 TransposeConv takes an int64 bias (or none) only."""
+    return prepare_conv_s16(node, graph, allow_narrow=False)
+
+
+def _geometry(p: ConvS16Params, py: AxisPhase, px: AxisPhase) -> Geometry:
+    return Geometry(p.in_h, p.in_w, p.in_c, py.count, px.count, p.out_c,
                     len(py.taps), len(px.taps), 1, 1, py.dil, px.dil, py.pad, px.pad,
-                    int(layer.requant.lo), int(layer.requant.hi))
+                    p.requant.act_min, p.requant.act_max)
 
 
-def _sub_weights(layer: Any, py: AxisPhase, px: AxisPhase) -> np.ndarray:
-    w = layer.w_int[:, list(py.taps)][:, :, list(px.taps)]
+def _sub_weights(p: ConvS16Params, py: AxisPhase, px: AxisPhase) -> np.ndarray:
+    w = p.w[:, list(py.taps)][:, :, list(px.taps)]
     return np.ascontiguousarray(w).reshape(w.shape[0], -1).astype(np.int8)
 
 
@@ -93,15 +96,14 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     w = graph.tensor(node.inputs[1])
     if w.data is None or len(w.shape) != 4:
         return False
-    layer = ref_layer(node, graph)
-    if layer.co > 1024 or epilogue(layer.requant, layer.w_int).mode == WIDE64:
+    p = _record(node, graph)
+    if p.out_c > 1024 or epilogue(p.requant, p.w).mode == WIDE64:
         return False
     phases = _phases(node, graph)
     if not phases:
         return False
-    x_shape = graph.tensor(node.inputs[0]).shape
     for py, px in phases:
-        g = _geometry(layer, x_shape, py, px)
+        g = _geometry(p, py, px)
         if g.k > MAX_K or scratch_bytes(g) + 2 * g.npix * g.out_c + 4 > MAX_SCRATCH:
             return False
     return True
@@ -119,13 +121,12 @@ class TransposeConvS16Gemm:
         return _claims(node, graph, core)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
+        p = _record(node, graph)
         phases = _phases(node, graph)
-        x_shape = graph.tensor(node.inputs[0]).shape
-        _, _, ow, co = graph.tensor(node.outputs[0]).shape
-        sy, sx = layer.strides
-        mode, quant, code = rescale(layer)
-        geoms = [(py, px, _geometry(layer, x_shape, py, px)) for py, px in phases]
+        ow, co = p.out_w, p.out_c
+        sy, sx = p.strides
+        mode, quant, code = rescale(p)
+        geoms = [(py, px, _geometry(p, py, px)) for py, px in phases]
         conv_bytes = max((scratch_bytes(g) + 3) & ~3 for _, _, g in geoms)
         out_bytes = max(2 * g.npix * g.out_c for _, _, g in geoms)
         arrays: list[CArray] = [CArray("quant", "int32_t", quant)]
@@ -135,7 +136,7 @@ class TransposeConvS16Gemm:
             body = generate(g, mode)
             name = "cts16_" + hashlib.sha1(body.encode()).hexdigest()[:12]
             defs.setdefault(name, body.replace("@P@", name))
-            arrays.append(CArray(f"w{i}", "uint32_t", pack_weights(_sub_weights(layer, py, px))))
+            arrays.append(CArray(f"w{i}", "uint32_t", pack_weights(_sub_weights(p, py, px))))
             buf = f"(int16_t *)(void *)((uint8_t *)scratch + {conv_bytes})"
             steps.append(f"    {name}_conv(in, {buf}, scratch, @P@_w{i}, @P@_quant, "
                          f"@P@_bias);\n" + _scatter(py, px, sy, sx, int(ow), int(co), buf))
@@ -143,7 +144,7 @@ class TransposeConvS16Gemm:
         if empty:
             # the bias alone, rescaled by the reference's own arithmetic
             zeros = np.zeros((1, int(co)), np.int64)
-            arrays.append(CArray("fill", "int16_t", layer.requant(zeros).astype(np.int16).ravel()))
+            arrays.append(CArray("fill", "int16_t", p.requant(zeros).astype(np.int16).ravel()))
             steps += [fill_code(py, px, sy, sx, int(ow), int(co), "int16_t", "@P@_fill")
                       for py, px in empty]
         code += STORE + "".join(
@@ -156,7 +157,7 @@ class TransposeConvS16Gemm:
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
             arrays=tuple(arrays), scratch_bytes=conv_bytes + out_bytes,
             kernel_name=self.name,
-            comment=f"16x8 transposed conv {layer.kh}x{layer.kw} stride {sy}x{sx}: "
+            comment=f"16x8 transposed conv {p.k_h}x{p.k_w} stride {sy}x{sx}: "
                     f"{len(geoms)} phase convolutions (conv_s16_gemm)",
             code=code)
 

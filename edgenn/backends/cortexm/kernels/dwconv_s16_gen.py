@@ -20,7 +20,6 @@ import hashlib
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import ref_layer
 from edgenn.backends.cortexm.kernels.conv_s16 import (
     NARROW,
     WIDE64,
@@ -37,6 +36,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
+from edgenn.prepared.conv import prepare_conv_s16
 
 MAX_TAPS = 64  # taps of an unrolled interior window
 
@@ -184,12 +184,12 @@ static void @P@_dw(const int16_t *in, int16_t *out, const int8_t *w, const int32
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if not (core.has_dsp and is_s16(node, graph) and is_depthwise(node, graph)):
         return False
-    layer = ref_layer(node, graph)
-    if layer.co != layer.ci or layer.co % 4 or layer.kh * layer.kw > MAX_TAPS:
+    p = prepare_conv_s16(node, graph)
+    if p.out_c != p.in_c or p.out_c % 4 or p.k_h * p.k_w > MAX_TAPS:
         return False
-    if not asm_fits(geometry(node, graph)):
+    if not asm_fits(geometry(p)):
         return False
-    return epilogue(layer.requant, layer.w_int).mode != WIDE64
+    return epilogue(p.requant, p.w).mode != WIDE64
 
 
 class DwConvS16Gen:
@@ -204,12 +204,12 @@ class DwConvS16Gen:
         return _claims(node, graph, core)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        g = geometry(node, graph)
-        mode, quant, code = rescale(layer)
+        p = prepare_conv_s16(node, graph)
+        g = geometry(p)
+        mode, quant, code = rescale(p)
         # [Cout, KH, KW, 1] -> [KH, KW, Cout], each run of 4 channels in pair order
         w = pair_order(np.ascontiguousarray(
-            layer.w_int[..., 0].transpose(1, 2, 0).astype(np.int8)))
+            p.w[..., 0].transpose(1, 2, 0).astype(np.int8)))
         body = generate(g, mode)
         name = "dws16_" + hashlib.sha1(body.encode()).hexdigest()[:12]
         guard = name.upper() + "_DEFINED"

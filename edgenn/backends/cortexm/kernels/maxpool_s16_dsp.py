@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import is_int16, ref_layer
+from edgenn.backends.cortexm.kernels.common import is_int16
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.pooling import prepare_pool
 
 MAX_TAPS = 64  # taps of an unrolled interior window
 
@@ -111,24 +112,23 @@ class MaxPoolS16Dsp:
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
         if not core.has_dsp or not is_int16(node, graph):
             return False
-        kh, kw = ref_layer(node, graph).kernel
+        kh, kw = prepare_pool(node, graph).kernel
         return graph.tensor(node.inputs[0]).shape[3] % 2 == 0 and kh * kw <= MAX_TAPS
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = ref_layer(node, graph)
-        _, h, w, c = graph.tensor(node.inputs[0]).shape
-        (kh, kw), (sh, sw) = layer.kernel, layer.strides
-        body = generate(h, w, c, layer.oh, layer.ow, kh, kw, sh, sw, layer.pads[0],
-                        layer.pads[1], layer.lo, layer.hi)
+        p = prepare_pool(node, graph)
+        h, w, c = p.in_h, p.in_w, p.in_c
+        body = generate(h, w, c, p.out_h, p.out_w, p.k_h, p.k_w, p.stride_h, p.stride_w,
+                        p.pad_t, p.pad_l, int(p.act_min), int(p.act_max))
         name = "ms16_" + hashlib.sha1(body.encode()).hexdigest()[:12]
         guard = name.upper() + "_DEFINED"
         code = HELPERS + f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}#endif\n"
-        n = layer.oh * layer.ow * c
+        n = p.out_h * p.out_w * c
         call = (f"{name}_pool({{in0}}, {{out0}});"
-                + requant_tail(layer, "{out0}", n, DType.INT16))
-        sources = ("edgenn_s16_misc_quant.c",) if layer.requant is not None else ()
+                + requant_tail(p.requant, "{out0}", n, DType.INT16))
+        sources = ("edgenn_s16_misc_quant.c",) if p.requant is not None else ()
         return KernelCall(call, sources, kernel_name=self.name, code=code,
-                          comment=f"{h}x{w}x{c} -> {layer.oh}x{layer.ow}x{c}, SIMD max x2")
+                          comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x2")
 
 
 register_kernel(MaxPoolS16Dsp())
