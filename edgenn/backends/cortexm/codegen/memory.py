@@ -127,9 +127,10 @@ def firmware_arena_bytes(graph: Graph, core: Core,
                          layers: dict[object, tuple[int, bool, bool]] | None = None) -> int:
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch.
 
-    ``layers``: a cache of each node's (scratch bytes, in place, state in place), by node, for a
-    caller that plans many graphs sharing nodes (the fusion planner's candidates: a kernel's prepare is
-    the slow part, and a node's figures do not depend on which other chains are fused)."""
+    ``layers``: a cache of each node's (scratch bytes, in place, state in place), by node, for
+    a caller that plans many graphs sharing nodes (the fusion planner's candidates: a kernel's
+    prepare is the slow part, and a node's figures do not depend on which other chains are
+    fused)."""
     from edgenn.backends.cortexm.selection import select_kernel
 
     def figures(n: Node) -> tuple[int, bool, bool]:

@@ -26,39 +26,36 @@ import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import c_float, const_operand
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
 from edgenn.backends.cortexm.kernels.lstm_f32_gen import sums_asm
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import offset
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.gru import Gru
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import sequence_dims
+from edgenn.prepared.gru import GruParams, prepare_gru
 
 ZR_UNITS, H_UNITS = 4, 8  # units per block of phase 1 (2 rows each) and phase 2 (1 row)
 
 
-def _layer(node: Node, graph: Graph) -> Gru:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Gru)
+def _layer(node: Node, graph: Graph) -> GruParams:
     if graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
         raise UnsupportedOperatorError(f"{node}: the generated GRU is float32")
-    return layer
+    return prepare_gru(node, graph)
 
 
 def _blocks(hidden: int, per: int) -> list[range]:
     return [range(u, min(u + per, hidden)) for u in range(0, hidden, per)]
 
 
-def weight_stream(layer: Gru) -> np.ndarray:
+def weight_stream(p: GruParams) -> np.ndarray:
     """Phase 1 blocks ([I, R] then [H, R], rows z, r per unit), then phase 2 blocks (rows
     h per unit)."""
     parts = []
-    for units, gates in ([(b, (0, 1)) for b in _blocks(layer.hidden, ZR_UNITS)]
-                         + [(b, (2,)) for b in _blocks(layer.hidden, H_UNITS)]):
+    for units, gates in ([(b, (0, 1)) for b in _blocks(p.hidden, ZR_UNITS)]
+                         + [(b, (2,)) for b in _blocks(p.hidden, H_UNITS)]):
         rows = [(u, g) for u in units for g in gates]
-        parts.append(np.stack([layer.w_t[g][:, u] for u, g in rows], axis=1).ravel())
-        parts.append(np.stack([layer.r_t[g][:, u] for u, g in rows], axis=1).ravel())
+        parts.append(np.stack([p.w_t[g][:, u] for u, g in rows], axis=1).ravel())
+        parts.append(np.stack([p.r_t[g][:, u] for u, g in rows], axis=1).ravel())
     return np.concatenate(parts).astype(np.float32)
 
 
@@ -69,10 +66,10 @@ def _clip(v: str, clip: float) -> str:
     return f"    {v} = {v} > {c} ? {c} : ({v} < -{c} ? -{c} : {v});\n"
 
 
-def _gate_code(layer: Gru) -> str:
+def _gate_code(p: GruParams) -> str:
     """``@P@_zr`` (phase 1 of one unit) and ``@P@_n`` (phase 2 of one unit)."""
-    h = layer.hidden
-    lbr = layer.linear_before_reset
+    h = p.hidden
+    lbr = p.linear_before_reset
     keep = "zr[{h} + u] = r;" if lbr else "zr[{h} + u] = r * hp[u];"
     if lbr:
         pre = f"(sx + r * (sh + @P@_b[{5 * h} + u])) + @P@_b[{4 * h} + u]"
@@ -92,7 +89,7 @@ static inline void @P@_zr(const float *sx, const float *sh, int u, const float *
     (void)hp;
     float pz = ((sx[0] + sh[0]) + @P@_b[u]) + @P@_b[{h} + u];
     float pr = ((sx[1] + sh[1]) + @P@_b[{2 * h} + u]) + @P@_b[{3 * h} + u];
-{_clip("pz", layer.clip)}{_clip("pr", layer.clip)}    const float r = @P@_sigmoid(pr);
+{_clip("pz", p.clip)}{_clip("pr", p.clip)}    const float r = @P@_sigmoid(pr);
     zr[u] = @P@_sigmoid(pz);
     {keep.format(h=h)}
 }}
@@ -104,7 +101,7 @@ static inline void @P@_n(float sx, float sh, int u, const float *hp, const float
     const float z = zr[u];
     {"const float r = zr[" + str(h) + " + u];" if lbr else ""}
     float pre = {pre};
-{_clip("pre", layer.clip)}    const float n = tanhf(pre);
+{_clip("pre", p.clip)}    const float n = tanhf(pre);
     y[u] = (1.0f - z) * n + z * hp[u];
 }}
 """
@@ -125,9 +122,9 @@ def _asm_call(rows: int, n_x: int, n_h: int, x: str, h: str) -> str:
 """
 
 
-def _step_code(layer: Gru, n_input: int) -> str:
-    h = layer.hidden
-    second = "zr + " + str(h) if not layer.linear_before_reset else "hp"
+def _step_code(p: GruParams, n_input: int) -> str:
+    h = p.hidden
+    second = "zr + " + str(h) if not p.linear_before_reset else "hp"
     lines = [
         "/* one GRU step: xt the input row, hp the previous hidden state, y the new one (the",
         " * step's output row), zr the gates z and r (or r * h) */",
@@ -156,9 +153,9 @@ def _step_code(layer: Gru, n_input: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sequence_code(layer: Gru, batch: int, steps: int, n_input: int) -> str:
-    h = layer.hidden
-    tm = layer.time_major
+def _sequence_code(p: GruParams, batch: int, steps: int, n_input: int) -> str:
+    h = p.hidden
+    tm = p.time_major
     return f"""static void @P@_gru(const float *x, float *y, const float *h0, float *h_final,
                     void *scratch)
 {{
@@ -196,17 +193,17 @@ class GeneratedGruF32:
         return True
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = _layer(node, graph)
-        batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), layer.time_major)
-        h = layer.hidden
-        biases = np.concatenate([layer.wb[0], layer.rb[0], layer.wb[1], layer.rb[1],
-                                 layer.wb[2], layer.rb[2]])
-        arrays: list[CArray] = [CArray("w", "float", weight_stream(layer)),
+        p = _layer(node, graph)
+        batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), p.time_major)
+        h = p.hidden
+        biases = np.concatenate([p.wb[0], p.rb[0], p.wb[1], p.rb[1],
+                                 p.wb[2], p.rb[2]])
+        arrays: list[CArray] = [CArray("w", "float", weight_stream(p)),
                                 CArray("b", "float", biases)]
         h0 = const_operand(node, graph, 5, arrays)
-        final = "{out1}" if layer.extra_output else "NULL"
-        code = (_gate_code(layer) + "\n" + _step_code(layer, n_input) + "\n"
-                + _sequence_code(layer, batch, steps, n_input))
+        final = "{out1}" if p.extra_output else "NULL"
+        code = (_gate_code(p) + "\n" + _step_code(p, n_input) + "\n"
+                + _sequence_code(p, batch, steps, n_input))
         return KernelCall(
             call=f"{{prefix}}_gru({{in0}}, {{out0}}, {h0}, {final}, {{scratch}});",
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,

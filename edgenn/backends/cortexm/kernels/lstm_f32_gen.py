@@ -31,26 +31,25 @@ import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import c_float, const_operand
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import offset
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.lstm import Lstm
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
+from edgenn.prepared.lstm import LstmParams, prepare_lstm
 
 CHUNK = 8  # input elements per VLDM (s16..s23) and per loop iteration
 W0, X0, ZX0 = 8, 16, 24  # first S register of the weights, the inputs, the input-FC sums
 
 
-def _layer(node: Node, graph: Graph) -> Lstm:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Lstm)
-    if layer.integer:
+def _layer(node: Node, graph: Graph) -> LstmParams:
+    p = prepare_lstm(node, graph)
+    if p.integer is not None:
         raise UnsupportedOperatorError(f"{node}: the generated float LSTM is float32")
-    if any(p is not None for p in layer.peephole.values()):
+    if p.peephole is not None and any(
+            w is not None for w in p.peephole.values()):
         raise UnsupportedOperatorError(f"{node}: the generated float LSTM has no peepholes")
-    return layer
+    return p
 
 
 def _blocks(n_cell: int) -> list[range]:
@@ -58,13 +57,13 @@ def _blocks(n_cell: int) -> list[range]:
     return [range(u, min(u + 2, n_cell)) for u in range(0, n_cell, 2)]
 
 
-def weight_stream(layer: Lstm, units: range) -> np.ndarray:
+def weight_stream(p: LstmParams, units: range) -> np.ndarray:
     """``units``' rows (unit-major, gates forget/input/cell/output) as the pass reads them:
     [I, R] input weights, [R] biases, [H, R] recurrent weights."""
     rows = [(u, k) for u in units for k in range(4)]
-    w = np.stack([layer.w_f[k][:, u] for u, k in rows], axis=1)  # w_f[k]: [I, H]
-    b = np.array([layer.b_f[k][u] for u, k in rows], np.float32)
-    r = np.stack([layer.r_f[k][:, u] for u, k in rows], axis=1)
+    w = np.stack([p.w_f[k][:, u] for u, k in rows], axis=1)  # w_f[k]: [I, H]
+    b = np.array([p.b_f[k][u] for u, k in rows], np.float32)
+    r = np.stack([p.r_f[k][:, u] for u, k in rows], axis=1)
     return np.concatenate([w.ravel(), b, r.ravel()]).astype(np.float32)
 
 
@@ -118,19 +117,19 @@ def sums_asm(rows: int, n_x: int, n_h: int) -> str:
     return "\n".join(f'        "{line}\\n\\t"' for line in lines)
 
 
-def _unit_code(layer: Lstm) -> str:
+def _unit_code(p: LstmParams) -> str:
     """``@P@_unit``: gates from the four sums, cell update and hidden value of one unit."""
     def act(v: str, fn: str) -> str:
         return "edgenn_logistic_f32(" + v + ")" if fn == "sigmoid" else "tanhf(" + v + ")"
 
     clip = ""
-    if layer.gate_clip > 0:
-        gc = c_float(layer.gate_clip)
+    if p.gate_clip > 0:
+        gc = c_float(p.gate_clip)
         clip = "".join(f"    z{k} = z{k} > {gc} ? {gc} : (z{k} < -{gc} ? -{gc} : z{k});\n"
                        for k in range(4))
     cell_clip = ""
-    if layer.cell_clip > 0:
-        cc = c_float(layer.cell_clip)
+    if p.cell_clip > 0:
+        cc = c_float(p.cell_clip)
         cell_clip = f"    v = v > {cc} ? {cc} : (v < -{cc} ? -{cc} : v);\n"
     return f"""/* one unit: z its four gate sums (forget, input, cell, output); TFLM's order of the
  * element-wise products (Mul(forget, cell), Mul(input, cell gate), their sum, the clip,
@@ -140,7 +139,7 @@ static inline void @P@_unit(const float *z, float *c, float *h)
     float z0 = z[0], z1 = z[1], z2 = z[2], z3 = z[3];
 {clip}    const float f = {act('z0', 'sigmoid')};
     const float i = {act('z1', 'sigmoid')};
-    const float g = {act('z2', layer.activation)};
+    const float g = {act('z2', p.activation)};
     const float o = {act('z3', 'sigmoid')};
     const float fc = f * *c;
     const float ig = i * g;
@@ -165,8 +164,8 @@ def _asm_call(rows: int, n_input: int, n_cell: int) -> str:
 """
 
 
-def _step_code(layer: Lstm, n_input: int) -> str:
-    h = layer.n_cell
+def _step_code(p: LstmParams, n_input: int) -> str:
+    h = p.n_cell
     pairs = h // 2
     lines = [
         "/* one LSTM step: xt the input row, hp the previous hidden state, c the cell state (in",
@@ -190,9 +189,9 @@ def _step_code(layer: Lstm, n_input: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sequence_code(layer: Lstm, batch: int, steps: int, n_input: int) -> str:
-    h = layer.n_cell
-    tm = layer.time_major
+def _sequence_code(p: LstmParams, batch: int, steps: int, n_input: int) -> str:
+    h = p.n_cell
+    tm = p.time_major
     return f"""static void @P@_lstm(const float *x, float *y, const float *h0, const float *c0,
                      float *h_final, float *c_final, void *scratch)
 {{
@@ -234,16 +233,16 @@ class GeneratedLstmF32:
         return True
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = _layer(node, graph)
-        batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), layer.time_major)
-        h = layer.n_cell
-        stream = np.concatenate([weight_stream(layer, units) for units in _blocks(h)])
+        p = _layer(node, graph)
+        batch, steps, n_input = sequence_dims(graph.tensor(node.inputs[0]), p.time_major)
+        h = p.n_cell
+        stream = np.concatenate([weight_stream(p, units) for units in _blocks(h)])
         arrays: list[CArray] = [CArray("w", "float", stream)]
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
-        finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
-        code = (_unit_code(layer) + "\n" + _step_code(layer, n_input) + "\n"
-                + _sequence_code(layer, batch, steps, n_input))
+        finals = "{out1}, {out2}" if p.extra_outputs else "NULL, NULL"
+        code = (_unit_code(p) + "\n" + _step_code(p, n_input) + "\n"
+                + _sequence_code(p, batch, steps, n_input))
         return KernelCall(
             call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,

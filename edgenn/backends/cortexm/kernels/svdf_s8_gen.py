@@ -34,7 +34,6 @@ import numpy as np
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand, i32
-from edgenn.backends.cortexm.kernels.common import ref_layer as _ref_layer
 from edgenn.backends.cortexm.kernels.dense import (
     _dot_block,
     bias_in_accumulators,
@@ -45,23 +44,28 @@ from edgenn.backends.cortexm.kernels.dense import (
 )
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import _Fc
 from edgenn.backends.cortexm.targets import Core
-from edgenn.backends.ref.kernels.lstm import Requant
-from edgenn.backends.ref.kernels.svdf import Svdf
 from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.lstm import GateRequant
+from edgenn.prepared.svdf import IntegerSvdf, SvdfParams, prepare_svdf
 
 
-def _layer(node: Node, graph: Graph) -> Svdf:
-    layer = _ref_layer(node, graph)
-    assert isinstance(layer, Svdf)
-    if not layer.integer:
+def _q(s: SvdfParams) -> IntegerSvdf:
+    """The integer constants of a record :func:`_layer` accepted."""
+    assert s.integer is not None
+    return s.integer
+
+
+def _layer(node: Node, graph: Graph) -> SvdfParams:
+    s = prepare_svdf(node, graph)
+    if s.integer is None:
         raise UnsupportedOperatorError(f"{node}: the generated SVDF is int8")
-    order = row_order(layer.params.weights_feature)
-    if order is None or not bias_in_accumulators(_feature_rows(layer, order),
-                                                 _feature_inits(layer, order)):
+    order = row_order(_q(s).weights_feature)
+    if order is None or not bias_in_accumulators(_feature_rows(s, order),
+                                                 _feature_inits(s, order)):
         raise UnsupportedOperatorError(
             f"{node}: SVDF feature weights do not fit two-row weight words")
-    return layer
+    return s
 
 
 def row_order(w: np.ndarray) -> list[int] | None:
@@ -94,60 +98,60 @@ def row_order(w: np.ndarray) -> list[int] | None:
     return order
 
 
-def _feature_rows(layer: Svdf, order: list[int]) -> np.ndarray:
-    return layer.params.weights_feature[order]
+def _feature_rows(s: SvdfParams, order: list[int]) -> np.ndarray:
+    return _q(s).weights_feature[order]
 
 
-def _feature_inits(layer: Svdf, order: list[int]) -> np.ndarray:
+def _feature_inits(s: SvdfParams, order: list[int]) -> np.ndarray:
     """The feature rows' initial accumulators (in ``order``): TFLM's dot from 0 over
     ``x - input_zp``."""
-    p = layer.params
-    return i32(fold_input_zero_point(np.zeros(layer.filters, np.int64), p.weights_feature,
+    p = _q(s)
+    return i32(fold_input_zero_point(np.zeros(s.filters, np.int64), p.weights_feature,
                                      p.input_zp)).astype(np.int64)[order]
 
 
-def time_stream(layer: Svdf) -> np.ndarray:
+def time_stream(s: SvdfParams) -> np.ndarray:
     """uint32 per filter: M / 2 words of the shifted time weights ``(0, wt[0], ..., wt[M-2])``
     as int16 pairs (lo the even element), then ``wt[M - 1]`` as a word."""
-    wt = layer.params.weights_time.astype(np.int64)  # [F, M]
-    shifted = np.concatenate([np.zeros((layer.filters, 1), np.int64), wt[:, :-1]], axis=1)
+    wt = _q(s).weights_time.astype(np.int64)  # [F, M]
+    shifted = np.concatenate([np.zeros((s.filters, 1), np.int64), wt[:, :-1]], axis=1)
     pairs = (shifted[:, 0::2] & 0xFFFF) | ((shifted[:, 1::2] & 0xFFFF) << 16)
     last = wt[:, -1:] & 0xFFFFFFFF
     return np.concatenate([pairs, last], axis=1).ravel().astype(np.uint32)
 
 
-def _state_ctype(layer: Svdf) -> str:
-    return "int8_t" if layer.params.state_lo == -128 else "int16_t"
+def _state_ctype(s: SvdfParams) -> str:
+    return "int8_t" if _q(s).state_lo == -128 else "int16_t"
 
 
-def _by_value(layer: Svdf) -> bool:
+def _by_value(s: SvdfParams) -> bool:
     """The time pass one value at a time: an int8 state, or an odd memory (whose filter rows
     alternate in alignment); word pairs otherwise."""
-    return _state_ctype(layer) == "int8_t" or layer.memory % 2 == 1
+    return _state_ctype(s) == "int8_t" or s.memory % 2 == 1
 
 
-def _time_weights(layer: Svdf) -> CArray:
+def _time_weights(s: SvdfParams) -> CArray:
     """The word-pair stream (``time_stream``), or the plain [F, M] weights (``_by_value``)."""
-    if _by_value(layer):
-        return CArray("wt", _state_ctype(layer), layer.params.weights_time)
-    return CArray("wt", "uint32_t", time_stream(layer))
+    if _by_value(s):
+        return CArray("wt", _state_ctype(s), _q(s).weights_time)
+    return CArray("wt", "uint32_t", time_stream(s))
 
 
-def unit_biases(layer: Svdf) -> np.ndarray:
+def unit_biases(s: SvdfParams) -> np.ndarray:
     """Each unit's bias with the state zero point folded in: ``bias - zp * sum(wt)`` over
     the unit's filters (int32, wrapped as TFLM's sums)."""
-    p = layer.params
-    wt_sums = p.weights_time.sum(axis=1).reshape(layer.units, layer.rank).sum(axis=1)
+    p = _q(s)
+    wt_sums = p.weights_time.sum(axis=1).reshape(s.units, s.rank).sum(axis=1)
     return i32(p.bias - p.state_zp * wt_sums)
 
 
-def _features_code(layer: Svdf, px: int) -> str:
+def _features_code(s: SvdfParams, px: int) -> str:
     """``@P@_features``: every filter's newest state value from the widened input."""
-    p = layer.params
+    p = _q(s)
     order = row_order(p.weights_feature)
     assert order is not None
-    fc = _Fc.of(Requant(*p.scale_1), _feature_rows(layer, order), _feature_inits(layer, order))
-    ctype = _state_ctype(layer)
+    fc = _Fc.of(GateRequant(*p.scale_1), _feature_rows(s, order), _feature_inits(s, order))
+    ctype = _state_ctype(s)
     lines = ["static __attribute__((noinline)) void @P@_features(const uint32_t *xe, "
              "int32_t *feat)", "{", "    const uint32_t *wp = @P@_wf;", "    const uint32_t *xp;"]
 
@@ -161,7 +165,7 @@ def _features_code(layer: Svdf, px: int) -> str:
             body.append(f"    feat[{first} + {r}] = ({ctype})({value} + {p.state_zp});")
         return body
 
-    groups = row_groups(layer.filters)
+    groups = row_groups(s.filters)
     full = sum(1 for g in groups if g == 6)
     if full:
         lines += [f"    for (int f = 0; f < {6 * full}; f += 6) {{", *one_pass(6, "f"), "    }"]
@@ -249,15 +253,15 @@ static inline int32_t @P@_time(const {ctype} *sp, {ctype} *dp, const {ctype} *tw
 """
 
 
-def _svdf_code(layer: Svdf, batch: int, n_input: int, px: int, store: bool) -> str:
-    p = layer.params
-    f, m, units, rank = layer.filters, layer.memory, layer.units, layer.rank
+def _svdf_code(s: SvdfParams, batch: int, n_input: int, px: int, store: bool) -> str:
+    p = _q(s)
+    f, m, units, rank = s.filters, s.memory, s.units, s.rank
     m2, s2 = p.scale_2
     row = f * m
     # an even memory runs on word pairs (M / 2 state words and M / 2 + 1 weight words a
     # filter), an odd one on halfwords
-    st = _state_ctype(layer)
-    word, step, wstep = (st, m, m) if _by_value(layer) else ("uint32_t", m // 2, m // 2 + 1)
+    st = _state_ctype(s)
+    word, step, wstep = (st, m, m) if _by_value(s) else ("uint32_t", m // 2, m // 2 + 1)
     dst = f"({word} *)(s1 + b * {row})" if store else "NULL"
     # features in the feature passes' row order; ``pos`` finds filter f's among them
     identity = row_order(p.weights_feature) == list(range(f))
@@ -309,33 +313,33 @@ class GeneratedSvdfS8:
         return True
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        layer = _layer(node, graph)
+        s = _layer(node, graph)
         batch, n_input = graph.tensor(node.inputs[0]).shape
         px = dense_pairs(n_input)
-        order = row_order(layer.params.weights_feature)
+        order = row_order(_q(s).weights_feature)
         assert order is not None
-        wf = pack_dense_weights(_feature_rows(layer, order), _feature_inits(layer, order))
+        wf = pack_dense_weights(_feature_rows(s, order), _feature_inits(s, order))
         arrays: list[CArray] = [CArray("wf", "uint32_t", wf),
-                                _time_weights(layer),
-                                CArray("bias", "int32_t", unit_biases(layer))]
-        if order != list(range(layer.filters)):
-            if layer.filters > 256:
+                                _time_weights(s),
+                                CArray("bias", "int32_t", unit_biases(s))]
+        if order != list(range(s.filters)):
+            if s.filters > 256:
                 raise UnsupportedOperatorError(f"{node}: more than 256 reordered filters")
             arrays.append(CArray("pos", "uint8_t", np.argsort(order)))
         state0 = const_operand(node, graph, 4, arrays)
         store = len(node.outputs) == 2
-        time = (_time_code_values(layer.memory, store, _state_ctype(layer)) if _by_value(layer)
-                else _time_code(layer.memory, store))
-        code = (_features_code(layer, px) + "\n" + time + "\n"
-                + _svdf_code(layer, batch, n_input, px, store))
+        time = (_time_code_values(s.memory, store, _state_ctype(s)) if _by_value(s)
+                else _time_code(s.memory, store))
+        code = (_features_code(s, px) + "\n" + time + "\n"
+                + _svdf_code(s, batch, n_input, px, store))
         out = "{out1}" if store else "NULL"
-        scratch = 4 * px + 4 * (layer.filters + 1)
+        scratch = 4 * px + 4 * (s.filters + 1)
         return KernelCall(
             call=f"{{prefix}}_svdf({{in0}}, {{out0}}, {state0}, {out}, {{scratch}});",
             sources=("edgenn_fc_widen_s8_dsp.c",), arrays=tuple(arrays), code=code,
             scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
-            comment=(f"SVDF {layer.filters} filters x {layer.memory} memory, rank "
-                     f"{layer.rank}, generated SMLAD"))
+            comment=(f"SVDF {s.filters} filters x {s.memory} memory, rank "
+                     f"{s.rank}, generated SMLAD"))
 
 
 register_kernel(GeneratedSvdfS8())
