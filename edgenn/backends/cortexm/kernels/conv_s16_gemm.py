@@ -348,9 +348,7 @@ def rescale(p: ConvS16Params) -> tuple[int, np.ndarray, str]:
     shift = np.asarray(ep.arrays[1].values, np.int64)
     mode, code = ep.mode, ep.code
     if mode != NARROW:
-        folded = np.array([((int(b) * int(m) + (1 << (int(s) - 1))) + 2**63) % 2**64 - 2**63
-                           for b, m, s in zip(bias, mult, shift, strict=True)], np.int64)
-        fast = wide_records(mult, shift, folded)
+        fast = wide_records(mult, shift, ep.bias)  # ep.bias: bias * m + 2^(t-1), folded
         if fast is not None:
             mode, (mult, shift, folded) = SHIFTED if np.any(fast[1]) else SHIFTED_HI, fast
             code = int64_array("bias", folded)

@@ -141,8 +141,8 @@ def unit_biases(s: SvdfParams) -> np.ndarray:
     """Each unit's bias with the state zero point folded in: ``bias - zp * sum(wt)`` over
     the unit's filters (int32, wrapped as TFLM's sums)."""
     p = _q(s)
-    wt_sums = p.weights_time.sum(axis=1).reshape(s.units, s.rank).sum(axis=1)
-    return i32(p.bias - p.state_zp * wt_sums)
+    # a unit's weights: its rank filters' time weights, [U, rank * M]
+    return i32(fold_input_zero_point(p.bias, p.weights_time.reshape(s.units, -1), p.state_zp))
 
 
 def _features_code(s: SvdfParams, px: int) -> str:
