@@ -6,13 +6,16 @@ TensorFlow's converter: TFLite Micro's mnist_lstm network, SEANet- and MobileNet
 int8 / int16 blocks): build for cortex-m4, run one inference for per-layer cycles, flash and
 arena; count output mismatches against TFLite Micro's Python interpreter on N seeded random
 inputs on ref and on cortex-m4; put TFLite Micro's arena (its recording allocator) beside
-edgenn's. Float models run on ref only (the Cortex-M kernels are int8 / int16).
+edgenn's. Float models run on the M4's FPU (``-mfloat-abi=hard``, the cycle model prices the
+VFP instructions) and compare within float tolerance (``_mismatches``).
 
 Beside edgenn, in the same run and the same emulator: the peer, TFLite Micro + CMSIS-NN built
 for the cycle model (``shared/baselines/tflm_cmsis_nn_m4/``, ``tflm_peer.py``), on the inputs
 its README names (``default_rng(0)``, 3 samples, the median): cycles, arena, flash, the
 speed-up, and per operator the peer's ``_opprof`` cycles beside edgenn's layer that writes the
 same tensor (operators edgenn folds into a neighbour are counted with the layer after them).
+A model with state (LSTM / SVDF variable tensors) also gets edgenn's median over 20
+consecutive invocations carrying the state, as a streaming application runs it.
 
     .venv/bin/python benchmarks/operator_models.py [--n 8] [--json PATH] [--baselines DIR]
 
@@ -49,6 +52,7 @@ MODEL_DIR = ROOT / "tests" / "fixtures" / "operators"
 DEFAULT_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
 DEFAULT_BASELINES = ROOT.parent / "shared" / "baselines" / "tflm_cmsis_nn_m4"
 PEER_SAMPLES = 3
+STATEFUL_INVOCATIONS = 20
 CORE = "cortex-m4"
 CLOCK_MHZ = 64.0
 CYCLE_MODEL = ("docs/cycle_model.md: Cortex-M4 TRM cycle rules, zero wait states "
@@ -67,10 +71,10 @@ def _mismatches(got: list[np.ndarray], want: list[np.ndarray]) -> int:
     return bad
 
 
-def peer_inputs(graph: Graph) -> np.ndarray:
+def peer_inputs(graph: Graph, samples: int = PEER_SAMPLES) -> np.ndarray:
     """The peer README's inputs: ``default_rng(0)``, 3 samples of the model's one input."""
     t = graph.tensor(graph.inputs[0])
-    shape = (PEER_SAMPLES, *graph.external_shape(graph.inputs[0])[1:])
+    shape = (samples, *graph.external_shape(graph.inputs[0])[1:])
     rng = np.random.default_rng(0)
     dtype = np.dtype(t.dtype.numpy)
     if dtype.kind == "f":
@@ -118,12 +122,21 @@ def bench_peer(row: dict[str, Any], data: bytes, graph: Graph, exe: Any | None,
         entry.update({"cycles": peer.cycles, "arena_bytes": peer.arena_bytes,
                       "flash_bytes": peer.flash_bytes,
                       "output_equals_tflm": bool(all(
-                          np.array_equal(o, w[k * o.size:(k + 1) * o.size])
+                          _mismatches([o], [w[k * o.size:(k + 1) * o.size]]) == 0
                           for k, o in enumerate(peer.outputs) for w in want[:1]))})
         if exe is not None:
             cycles = [exe.emulate(x[None]).total_cycles for x in xs]
             entry["edgenn_cycles"] = int(np.median(cycles))
             entry["speedup"] = round(peer.cycles / entry["edgenn_cycles"], 3)
+            if graph.state:
+                # a streaming application: STATEFUL_INVOCATIONS consecutive invocations
+                # carrying the state (the peer's firmware runs one from reset: its median)
+                exe.reset_state()
+                stream = [exe.emulate(x[None]).total_cycles
+                          for x in peer_inputs(graph, STATEFUL_INVOCATIONS)]
+                exe.reset_state()
+                entry["edgenn_stateful_cycles"] = int(np.median(stream))
+                entry["stateful_speedup"] = round(peer.cycles / int(np.median(stream)), 3)
             entry["operators"] = per_operator(data, row["file"], peer.op_cycles,
                                               row.get("layers", []))
     row["tflm_cmsis_nn"] = entry
@@ -141,10 +154,6 @@ def bench_model(path: Path, n: int, baselines: Path | None = None) -> dict[str, 
         "ref_mismatches": _mismatches(compile_model(graph, "ref").run(*xs), want),
         "tflm_arena_bytes": tflm_arena_bytes(data),
     }
-    if graph.tensor(graph.inputs[0]).dtype.value == "float32":
-        if baselines is not None:
-            bench_peer(row, data, graph, None, baselines)
-        return row
     exe = compile_model(graph, CORE)
     row["m4_mismatches"] = _mismatches(exe.run(*xs), want)
     result = exe.emulate(*[x[:1] for x in xs])
@@ -204,12 +213,14 @@ def print_table(doc: dict[str, Any]) -> None:
             f"{p['cycles']:,}" if p.get("cycles") else "fails",
             f"{p['edgenn_cycles']:,}" if "edgenn_cycles" in p else "-",
             f"{p['speedup']:.2f}x" if "speedup" in p else "-",
+            f"{p['stateful_speedup']:.2f}x" if "stateful_speedup" in p else "-",
             f"{p['arena_bytes']:,}" if p.get("cycles") else "-",
             f"{worst['ratio']:.2f}x {'+'.join(worst['tflm_ops'])}" if worst else "-"])
     if peer_rows:
         console.print(table("edgenn beside TFLite Micro + CMSIS-NN (same emulator, same inputs)",
                             ["model", "peer firmware", "peer cycles", "edgenn cycles",
-                             "speed-up", "peer arena B", "slowest op (edgenn / peer)"],
+                             "speed-up", f"over {STATEFUL_INVOCATIONS} stateful",
+                             "peer arena B", "slowest op (edgenn / peer)"],
                             peer_rows))
 
 

@@ -77,7 +77,9 @@ def target_memory(graph: Graph, target: str,
     """
     scratch = [c.scratch_bytes if c is not None else 0 for c in calls]
     plan = plan_arena(graph, scratch,
-                      in_place=[i for i, c in enumerate(calls) if c is not None and c.in_place])
+                      in_place=[i for i, c in enumerate(calls) if c is not None and c.in_place],
+                      state_in_place=[i for i, c in enumerate(calls)
+                                      if c is not None and c.state_in_place])
     sizes = {b.name: b.size for b in plan.buffers}
     layers = []
     for i, node in enumerate(graph.nodes):

@@ -56,12 +56,15 @@ is added without editing any list:
 2. **shape and type inference** (`@register_shape`, same module);
 3. **converters**: TFLite (`edgenn/frontends/tflite/converters/<group>.py`, `@converter`)
    and ONNX (`edgenn/frontends/onnx/ops/<group>.py`);
-4. **reference kernel** (`edgenn/backends/ref/kernels/`, `@register(op, *dtypes)`): a
-   build / run layer, bit-exact with TFLite Micro; its `build` computes every quantization
-   constant once;
+4. **layer record** (`edgenn/prepared/<family>.py`): a frozen dataclass of the operator
+   family's constants (zero points, multipliers and shifts, shapes, padding, clamp range,
+   tables) and a pure `prepare_<family>(node, graph)` computing them once, as TFLite Micro's
+   prepare; **reference kernel** (`edgenn/backends/ref/kernels/`, `@register(op, *dtypes)`):
+   a build / run layer, bit-exact with TFLite Micro, whose `build` takes the record;
 5. **backend kernels**: Cortex-M (`edgenn/backends/cortexm/kernels/`, a `Kernel` declaring
-   the element types it takes; C under `backends/cortexm/c/`, taking the constants the
-   reference layer computed, so C and reference agree by construction), host (float32
+   the element types it takes; C under `backends/cortexm/c/`, taking the constants of the
+   operator's record in `edgenn/prepared/` that the reference layer takes too, so C and
+   reference agree by construction), host (float32
    convolution and dense as generated C; every other node runs the reference layer);
 6. **conformance cases** (`tests/conformance/cases/<group>.py`): single-operator TFLite
    models run by TFLite Micro's interpreter (the oracle) and by edgenn on `ref` (every case)

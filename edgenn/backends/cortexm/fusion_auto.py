@@ -325,7 +325,7 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     """The planner's decision from the two builds (and its cost table, estimated parts)."""
     cost, estimated = _costs(graph, chains, variant, unfused, fused)
     exact = {(): unfused.arena_bytes, _key(ch.names for ch in chains): fused.arena_bytes}
-    layers: dict[object, tuple[int, bool]] = {}  # each node's kernel scratch, prepared once
+    layers: dict[object, tuple[int, bool, bool]] = {}  # each node's kernel scratch, prepared once
 
     def arena(g: Graph) -> int:
         key = _key(tuple(m.name for m in n.attr("members"))

@@ -100,6 +100,11 @@ class KernelCall:
     # output byte depends on before writing it, and writes no other bytes (the planner decides
     # whether the input's lifetime allows it: codegen/memory.py in_place_pairs)
     in_place: bool = False
+    # True when the layer's new-state outputs (LSTM's final hidden / cell state, SVDF's new
+    # state) may be written over its state inputs: the kernel reads every state byte it
+    # needs before writing the byte at the same offset. The planner then puts the new state
+    # in the state variable's slot (codegen/memory.py state_aliases): no buffer, no copy.
+    state_in_place: bool = False
     extra: dict[str, object] = field(default_factory=dict)
 
 

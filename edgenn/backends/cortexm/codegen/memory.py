@@ -64,15 +64,44 @@ def in_place_pairs(graph: Graph, bufs: Sequence[Buffer],
     return pairs, list(merged.values())
 
 
+def state_aliases(graph: Graph, state_in_place: Iterable[int]) -> dict[str, str]:
+    """{new-state tensor: its state variable's read tensor} for the variables whose new value
+    the layer computing it may write over the old one (its kernel's ``state_in_place``):
+    when no other layer reads the old value, the two have the same size and the new value
+    is neither a graph output (a run that restores the state afterwards reads outputs) nor
+    under a Reshape alias, the new value lives in the variable's slot of the state area: no
+    planned buffer, and no copy at the end of the invocation (``codegen/state.py``)."""
+    layers = set(state_in_place)
+    if not layers or not graph.state:
+        return {}
+    producer = {o: i for i, n in enumerate(graph.nodes) for o in n.outputs if o}
+    owners = set(reshape_aliases(graph).values())
+    outputs = set(graph.outputs)
+    out: dict[str, str] = {}
+    for s in graph.state:
+        i = producer.get(s.write)
+        if s.write == s.read or i not in layers or s.write in owners or s.write in outputs:
+            continue
+        readers = {k for k, n in enumerate(graph.nodes) if s.read in n.inputs}
+        if readers != {i} or graph.tensor(s.write).nbytes != graph.tensor(s.read).nbytes:
+            continue
+        out[s.write] = s.read
+    return out
+
+
 def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greedy",
-               in_place: Iterable[int] = ()) -> MemoryPlan:
+               in_place: Iterable[int] = (), state_in_place: Iterable[int] = ()) -> MemoryPlan:
     """Offsets of every tensor (Reshape aliases included) and scratch buffer, self-checked.
 
     ``in_place``: indices of layers whose kernels can write their output over their input
     (:func:`in_place_pairs` decides where that is allowed); such outputs share the input's
     offset and appear in the plan's ``aliases`` when that makes the arena smaller.
+    ``state_in_place``: indices of layers that may write their new state over the old one;
+    the new values of :func:`state_aliases` get no buffer here (the caller gives them their
+    variable's slot when it places the state area).
     """
-    plain = buffers_with_scratch(graph, scratch_bytes)
+    in_slot = state_aliases(graph, state_in_place)
+    plain = [b for b in buffers_with_scratch(graph, scratch_bytes) if b.name not in in_slot]
     plan = check_plan(get_planner(planner).plan(plain))
     pairs, bufs = in_place_pairs(graph, plain, in_place)
     if pairs:
@@ -95,27 +124,31 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
 
 
 def firmware_arena_bytes(graph: Graph, core: Core,
-                         layers: dict[object, tuple[int, bool]] | None = None) -> int:
+                         layers: dict[object, tuple[int, bool, bool]] | None = None) -> int:
     """The arena the generated firmware would allocate: tensors plus each kernel's scratch.
 
-    ``layers``: a cache of each node's (scratch bytes, in place), by node, for a caller that
-    plans many graphs sharing nodes (the fusion planner's candidates: a kernel's prepare is
-    the slow part, and a node's figures do not depend on which other chains are fused)."""
+    ``layers``: a cache of each node's (scratch bytes, in place, state in place), by node, for
+    a caller that plans many graphs sharing nodes (the fusion planner's candidates: a kernel's
+    prepare is the slow part, and a node's figures do not depend on which other chains are
+    fused)."""
     from edgenn.backends.cortexm.selection import select_kernel
 
-    def figures(n: Node) -> tuple[int, bool]:
+    def figures(n: Node) -> tuple[int, bool, bool]:
         key = (n.name, n.op, n.inputs, n.outputs)
         if layers is not None and key in layers:
             return layers[key]
         call = select_kernel(n, graph, core).prepare(n, graph, core)
+        figure = call.scratch_bytes, bool(call.in_place), bool(call.state_in_place)
         if layers is not None:
-            layers[key] = call.scratch_bytes, bool(call.in_place)
-        return call.scratch_bytes, bool(call.in_place)
+            layers[key] = figure
+        return figure
 
     calls = [figures(n) for n in graph.nodes]
     # why in_place too: this must be the arena generate() plans, in-place layers included
-    peak = plan_arena(graph, [scratch for scratch, _ in calls],
-                      in_place=[i for i, (_, in_place) in enumerate(calls) if in_place]).peak_bytes
+    peak = plan_arena(graph, [scratch for scratch, _, _ in calls],
+                      in_place=[i for i, (_, in_place, _) in enumerate(calls) if in_place],
+                      state_in_place=[i for i, (_, _, state) in enumerate(calls)
+                                      if state]).peak_bytes
     if graph.state:  # the state area follows the planned buffers (project._with_state_area)
         peak = state_offsets(graph, peak)[1]
     return max(16, peak)

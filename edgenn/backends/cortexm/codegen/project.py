@@ -12,7 +12,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.codegen import library, templates
 from edgenn.backends.cortexm.codegen.emit import layer_comment, render
 from edgenn.backends.cortexm.codegen.library import Io, LibrarySpec
-from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name
+from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name, state_aliases
 from edgenn.backends.cortexm.codegen.names import check_identifier
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
@@ -192,8 +192,14 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         plan = skip.plan
     else:
         plan = plan_arena(graph, [c.scratch_bytes for c in calls],
-                          in_place=[i for i, c in enumerate(calls) if c.in_place])
+                          in_place=[i for i, c in enumerate(calls) if c.in_place],
+                          state_in_place=[i for i, c in enumerate(calls) if c.state_in_place])
     plan, state_bytes = _with_state_area(graph, plan)
+    # the new states written in place take their variable's slot (no copy at the end)
+    shared = state_aliases(graph, [i for i, c in enumerate(calls) if c.state_in_place])
+    if shared:
+        plan = replace(plan, offsets={**plan.offsets,
+                                      **{w: plan.offsets[r] for w, r in shared.items()}})
     arena_bytes = max(16, plan.peak_bytes)
     if library_only and arena_bytes + stack_bytes > ram_kb * 1024:
         # why only here: an application's link measures all of its RAM, this is a part

@@ -3,8 +3,11 @@
 Each state variable has a slot in the state area at the end of the arena (after the planned
 buffers, ``edgenn.memory.state``): the layers read the variable's ``read`` tensor there, and
 after the last layer ``NAME_invoke`` copies each variable's ``write`` tensor (a planned
-buffer kept alive to the end) into its slot. ``NAME_reset_state`` writes the initial values
-(a ``memset`` when every byte is equal, else a copy of a constant); ``NAME_init`` calls it.
+buffer kept alive to the end) into its slot, unless the layer writing it does so in place
+(``KernelCall.state_in_place``, ``codegen/memory.py`` ``state_aliases``: the write tensor
+then has the slot's offset and there is nothing to copy). ``NAME_reset_state`` writes the
+initial values (a ``memset`` when every byte is equal, else a copy of a constant);
+``NAME_init`` calls it.
 TFLite Micro does the same with resource variables (ASSIGN_VARIABLE copies into the
 resource buffer) and keeps LSTM / SVDF variable tensors until ``Reset``.
 """

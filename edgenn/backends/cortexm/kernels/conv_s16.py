@@ -78,6 +78,7 @@ class Epilogue:
     mode: int
     arrays: tuple[CArray, CArray]  # "mult" and "shift" as the mode reads them
     code: str  # the int64 bias array (wide modes: bias * m + 2^(t-1)), named @P@_bias
+    bias: np.ndarray  # its values (int64)
 
     @property
     def mode_name(self) -> str:
@@ -104,7 +105,7 @@ def epilogue(requant: S16Requant, w_int: np.ndarray) -> Epilogue:
             bias, mult, shift, strict=True)]
         bias = np.array([((v + 2**63) % 2**64) - 2**63 for v in folded], np.int64)
     arrays = (CArray("mult", "int32_t", mult), CArray("shift", "int32_t", shift))
-    return Epilogue(mode, arrays, int64_array("bias", bias))
+    return Epilogue(mode, arrays, int64_array("bias", bias), bias)
 
 
 def window_args(g: ConvGeometry) -> str:

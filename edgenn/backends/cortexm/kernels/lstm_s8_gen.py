@@ -361,6 +361,9 @@ class GeneratedLstmS8:
                      "edgenn_sigmoid_table.h"),
             arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
             kernel_name=self.name,
+            # why safe: row b's state is read (widened / copied to scratch) before its
+            # steps run, and its final state is written after them, at the same offsets
+            state_in_place=True,
             comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {h}, generated SMLAD")
 
 

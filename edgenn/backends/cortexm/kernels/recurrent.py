@@ -8,7 +8,9 @@ or arena tensors: a stateful model's state area) are copied into the layer's scr
 which holds the running state; the optional final-state outputs (LSTM's hidden and cell state,
 SVDF's new state) receive it at the end, and a stateful model keeps them for the next
 invocation (``codegen/state.py``). The integer LSTM's weight rows are re-packed for SMLAD
-(``simd_rows``).
+(``simd_rows``). Generated kernels register above these on the cores they fit and leave
+them as the fallbacks: ``lstm_s8_gen`` / ``lstm_s16_gen`` (DSP), ``lstm_f32_gen`` (FPU, no
+peepholes), ``svdf_s8_gen`` (DSP); the GRU's is ``gru_f32_gen``.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
         call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
         sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
         scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
+        state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
 
 
@@ -155,6 +158,7 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
               "{scratch});"),
         sources=("edgenn_lstm_f32.c",), arrays=tuple(arrays), code=code,
         scratch_bytes=_aligned16(24 * layer.n_cell), kernel_name="edgenn_lstm_f32",
+        state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
 
 
@@ -197,6 +201,7 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
         call=(f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
               f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        state_in_place=True,
         kernel_name="edgenn_svdf_s8",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
@@ -221,6 +226,7 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
         call=(f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
               f"{_state_out(node)}, {{scratch}});"),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
+        state_in_place=True,
         kernel_name="edgenn_svdf_f32",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 

@@ -25,6 +25,7 @@ from edgenn.backends.ref.kernels.lstm import (
 )
 from edgenn.backends.ref.layer import Layer, register
 from edgenn.ir import DType
+from edgenn.prepared.gru import prepare_gru
 
 
 @register("GRU", DType.FLOAT32)
@@ -35,21 +36,13 @@ class Gru(Layer):
         x = self.inputs[0]
         assert x is not None
         self.x_shape = x.shape
-        self.time_major = bool(self.node.attr("time_major"))
-        self.linear_before_reset = bool(self.node.attr("linear_before_reset", 0))
-        self.clip = float(self.node.attr("gate_clip", 0.0) or 0.0)
+        self.p = p = prepare_gru(self.node, self.graph)
+        self.time_major, self.linear_before_reset, self.clip = (
+            p.time_major, p.linear_before_reset, p.clip)
         self.operands = Operands(self.inputs)
         self.present = [i for i, t in enumerate(self.inputs) if t is not None]
-        w, r = self.const(1), self.const(2)
-        assert w is not None and r is not None
-        self.hidden = w.shape[0] // 3
-        zeros = np.zeros(3 * self.hidden, np.float32)
-        wb, rb = self.const(3), self.const(4)
-        self.w_t = [np.ascontiguousarray(g.T) for g in np.split(w, 3)]
-        self.r_t = [np.ascontiguousarray(g.T) for g in np.split(r, 3)]
-        self.wb = np.split(zeros if wb is None else wb, 3)
-        self.rb = np.split(zeros if rb is None else rb, 3)
-        self.extra_output = len(self.outputs) == 2
+        self.hidden, self.w_t, self.r_t, self.wb, self.rb = p.hidden, p.w_t, p.r_t, p.wb, p.rb
+        self.extra_output = p.extra_output
 
     def _clip(self, z: np.ndarray) -> np.ndarray:
         return np.clip(z, -self.clip, self.clip) if self.clip > 0 else z
