@@ -666,6 +666,69 @@ def _compact_groups_fn(plan: Plan) -> str:
         "    return wp;\n}\n")
 
 
+ONE_UNROLL = 8  # k-pairs per pass of the single-pixel block's loop (the rest: one per pass)
+
+
+def _one_pixel_fn(plan: Plan) -> str:
+    """pwc_one_V: channel groups of ONE pixel (slot 0 of the scratch); returns the stream
+    pointer. Odd pixel counts run their last pixel here instead of a pair that recomputes
+    the previous pixel: a 1 x 4 block costs 10 cycles per k-pair (3 loads, 2 SXTB16,
+    4 SMLAD) where the overlapping pair costs 15. Records {mult, h} as in the general
+    compact variant; the k-pairs loop ONE_UNROLL at a time after kp % ONE_UNROLL singles."""
+    v = compact_variant(plan)
+    a0, b1, a2, b3, xp, wp, xa, u, vv, n = (_op(x) for x in (
+        "a0", "b1", "a2", "b3", "xp", "wp", "xa", "u", "v", "n"))
+    scr, kp, ng, op = _op("scr"), _op("kp"), _op("ng"), _op("op")
+
+    def kpair(off: int, post: bool) -> list[str]:
+        load = f"ldr {xa}, [{xp}], #8" if post else f"ldr {xa}, [{xp}, #{off}]"
+        return [load, f"ldr {u}, [{wp}], #4", f"ldr {vv}, [{wp}], #4",
+                f"smlad {a0}, {xa}, {u}, {a0}", f"sxtb16 {u}, {u}, ror #8",
+                f"smlad {b1}, {xa}, {u}, {b1}", f"smlad {a2}, {xa}, {vv}, {a2}",
+                f"sxtb16 {vv}, {vv}, ror #8", f"smlad {b3}, {xa}, {vv}, {b3}"]
+
+    lines = ["1:", f"ldr {a0}, [{wp}], #4", f"ldr {b1}, [{wp}], #4",
+             f"ldr {a2}, [{wp}], #4", f"ldr {b3}, [{wp}], #4", f"ldr {u}, [{scr}]",
+             f"sub {a0}, {a0}, {u}", f"sub {a2}, {a2}, {u}", f"add {xp}, {scr}, #8",
+             f"ands {n}, {kp}, #{ONE_UNROLL - 1}", "beq 3f", "2:"]
+    lines += kpair(0, True) + [f"subs {n}, {n}, #1", "bne 2b", "3:",
+                               f"lsrs {n}, {kp}, #{ONE_UNROLL.bit_length() - 1}", "beq 5f",
+                               "4:"]
+    for j in range(ONE_UNROLL):
+        lines += kpair(8 * j, False)
+    lines += [f"add {xp}, {xp}, #{8 * ONE_UNROLL}", f"subs {n}, {n}, #1", "bne 4b", "5:",
+              f"sub {a0}, {a0}, {b1}, lsl #8", f"sub {a2}, {a2}, {b3}, lsl #8"]
+    m, h, t = xa, u, vv
+    for c, x in enumerate((a0, b1, a2, b3)):
+        lines += [f"ldr {m}, [{wp}], #4", f"ldr {h}, [{wp}], #4"]
+        if plan.sign:
+            lines += [f"add {t}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {t}"]
+        else:
+            lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        lines += [f"rbit {h}, {h}", f"clz {h}, {h}", f"asr {x}, {x}, {h}",
+                  f"ssat {x}, #8, {x}, asr #1"]
+        if plan.mode == 1:
+            lines += _clamp_lo(x, plan.p.act_min)
+        lines.append(f"strb {x}, [{op}, #{c}]")
+    lines += [f"add {op}, {op}, #{GROUP}", f"subs {ng}, {ng}, #1", "bne 1b"]
+    body = "".join(f'        "{ln}\\n\\t"\n' for ln in lines)
+    return (
+        f"static const uint32_t *__attribute__((noinline)) pwc_one_{v}(const uint32_t *scr,\n"
+        "    const uint32_t *wp, int8_t *op, int ng, int kp)\n{\n"
+        "    int32_t a0, b1, a2, b3;\n"
+        "    uint32_t xa, u, v, n;\n"
+        "    const uint32_t *xp;\n"
+        "    __asm__ volatile(\n" + body
+        + '        : [a0] "=&r"(a0), [b1] "=&r"(b1), [a2] "=&r"(a2), [b3] "=&r"(b3),\n'
+        '          [xp] "=&r"(xp), [xa] "=&r"(xa), [u] "=&r"(u), [v] "=&r"(v), [n] "=&r"(n),\n'
+        '          [wp] "+&r"(wp), [op] "+&r"(op), [ng] "+&r"(ng)\n'
+        '        : [scr] "r"(scr), [kp] "r"(kp)\n'
+        '        : "cc", "memory");\n'
+        "    (void)a0; (void)b1; (void)a2; (void)b3; (void)xa; (void)u; (void)v; (void)n;\n"
+        "    (void)xp;\n"
+        "    return wp;\n}\n")
+
+
 _COMPACT_COMMON = r"""
 #ifndef PWC_COMMON
 #define PWC_COMMON
@@ -727,17 +790,20 @@ static void __attribute__((noinline, unused)) pwc_widen(const int8_t *s, uint32_
 def _compact_run_fn(plan: Plan) -> str:
     """pwc_run_V: the pixel-pair loop of any 1x1 layer of this variant (shape as arguments)."""
     v = compact_variant(plan)
+    one = ""
     if _straight(plan):  # the layer-specific widening, specialised to Cin
         widen = _widen_fn(plan).replace("@P@_widen", f"pwc_widen_{v}")
         call = f"pwc_widen_{v}(sa, sb, scr);"
     else:
         widen = ""
+        one = _one_pixel_fn(plan)
         call = "pwc_widen(sa, scr, cin);\n        pwc_widen(sb, scr + 1, cin);"
     return f"""
 #ifndef PWC_RUN_{v}
 #define PWC_RUN_{v}
 {widen}
 {_compact_groups_fn(plan)}
+{one}
 /* kp k-pairs; row/col: input bytes between output rows / columns; scratch: the pair, then
    8 staging bytes (the last group of Cout % 4 channels), then Cout bytes when npix == 1 */
 static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
@@ -754,7 +820,8 @@ static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
     const int full = cout / 4, tail = cout % 4;
     const int dense = row == out_w * col; /* stride 1: pixel p at in + p * Cin */
     (void)cin;
-    for (int pp = 0; pp < npix; pp += 2) {{
+    /* general variant: whole pairs here, an odd last pixel alone below (pwc_one) */
+    for (int pp = 0; pp < ({int(not _straight(plan))} ? npix - (npix & 1) : npix); pp += 2) {{
         const int pa = pp + 1 < npix ? pp : (npix > 1 ? npix - 2 : 0);
         const int pb = npix > 1 ? pa + 1 : 0;
         const int8_t *sa = dense ? in + pa * col : in + (pa / out_w) * row + (pa % out_w) * col;
@@ -785,12 +852,27 @@ static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
                               {C_PAIR_BYTES}u * j0);
             for (int c = 0; c < tail; c++) {{
                 op[4 * full + c] = stage[c];
-                if (npix > 1)
-                    opb[4 * full + c] = stage[4 + c];
+                opb[4 * full + c] = stage[4 + c];
             }}
         }}
 #endif
     }}
+#if {int(not _straight(plan))}
+    if (npix & 1) {{
+        const int pa = npix - 1;
+        const int8_t *sa = dense ? in + pa * col : in + (pa / out_w) * row + (pa % out_w) * col;
+        int8_t *op = out + pa * cout;
+        const uint32_t *wp = w;
+        pwc_widen(sa, scr, cin);
+        if (full)
+            wp = pwc_one_{v}(scr, wp, op, full, kp);
+        if (tail) {{
+            (void)pwc_one_{v}(scr, wp, stage, 1, kp);
+            for (int c = 0; c < tail; c++)
+                op[4 * full + c] = stage[c];
+        }}
+    }}
+#endif
 }}
 #endif
 """
