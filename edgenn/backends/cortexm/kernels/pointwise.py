@@ -407,6 +407,96 @@ def _fast_pair_asm(plan: Plan) -> str:
     return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
 
 
+def _one_block(kp: int, reload_xp: bool) -> list[str]:
+    """A 1 x 4 block of pixel slot 0 (accumulators A0a, B1a, A2a, B3a): per k-pair 3 loads,
+    2 SXTB16, 4 SMLAD (10 cycles for 8 MACs, where a pair that recomputes a pixel costs 15).
+    Large Cin: the remainder k-pairs first, then a loop over chunks of KP_CHUNK."""
+    a0, b1, a2, b3 = (_op(n) for n in ACC[:4])
+    xp, wp, xa, u, v = (_op(n) for n in ("xp", "wp", "xa", "u", "v"))
+
+    def pairs(n: int) -> list[str]:
+        out: list[str] = []
+        for j in range(n):
+            out += [f"ldr {xa}, [{xp}, #{8 + 8 * j}]", f"ldr {u}, [{wp}], #4",
+                    f"ldr {v}, [{wp}], #4", f"smlad {a0}, {xa}, {u}, {a0}",
+                    f"sxtb16 {u}, {u}, ror #8", f"smlad {b1}, {xa}, {u}, {b1}",
+                    f"smlad {a2}, {xa}, {v}, {a2}", f"sxtb16 {v}, {v}, ror #8",
+                    f"smlad {b3}, {xa}, {v}, {b3}"]
+        return out
+
+    lines = [f"ldr {xp}, %[scrm]"] if reload_xp else []
+    lines += [f"ldr {a0}, [{wp}], #4", f"ldr {b1}, [{wp}], #4", f"ldr {a2}, [{wp}], #4",
+              f"ldr {b3}, [{wp}], #4", f"ldr {u}, [{xp}]", f"sub {a0}, {a0}, {u}",
+              f"sub {a2}, {a2}, {u}"]
+    if kp <= KP_UNROLL:
+        return lines + pairs(kp)
+    first = kp % KP_CHUNK
+    if first:
+        lines += pairs(first) + [f"add {xp}, {xp}, #{8 * first}"]
+    return (lines + ["2:"] + pairs(KP_CHUNK)
+            + [f"add {xp}, {xp}, #{8 * KP_CHUNK}", f"ldr {u}, %[xendm]", f"cmp {xp}, {u}",
+               "bne 2b"])
+
+
+def _one_requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
+    """Requantize + store channels 0..nch-1 of a 1 x 4 block at out + base. Records load in
+    back-to-back chains into the temporaries and pixel b's (unused) accumulators, then into
+    each finished channel's registers."""
+    xp, wp = _op("xp"), _op("wp")
+    per = 2 if shifts is not None else 3
+    pool = [_op(n) for n in ("xa", "xb", "u", "v", *ACC[4:])]
+    tmp = pool.pop() if plan.sign else ""
+    a0, b1, a2, b3 = (_op(n) for n in ACC[:4])
+    lines = [f"sub {a0}, {a0}, {b1}, lsl #8", f"sub {a2}, {a2}, {b3}, lsl #8",
+             f"ldr {xp}, %[opm]"]
+    recs: dict[int, list[str]] = {}
+    nxt = 0
+    for c in range(nch):
+        if c not in recs:
+            while nxt < nch and len(pool) >= per:
+                recs[nxt] = [pool.pop(0) for _ in range(per)]
+                lines += [f"ldr {r}, [{wp}], #4" for r in recs[nxt]]
+                nxt += 1
+        rec = recs.pop(c)
+        x = _op(ACC[c])
+        if plan.sign:
+            lines += [f"add {tmp}, {rec[1]}, {x}, asr #31", f"smmlar {x}, {x}, {rec[0]}, {tmp}"]
+        else:
+            lines.append(f"smmlar {x}, {x}, {rec[0]}, {rec[1]}")
+        if shifts is None:
+            lines += [f"asr {x}, {x}, {rec[2]}", f"ssat {x}, #8, {x}"]
+        else:
+            lines.append(f"ssat {x}, #8, {x}, asr #{shifts[c]}")
+        if plan.mode == 1:
+            lines += _clamp_lo(x, plan.p.act_min)
+        lines.append(f"strb {x}, [{xp}, #{base + c}]")
+        pool += rec
+    return lines
+
+
+def _fast_one_asm(plan: Plan) -> str:
+    """One asm statement: all channel groups of ONE pixel (fast modes, odd pixel counts)."""
+    cout = plan.p.out_c
+    full = cout // GROUP
+    tail = cout - GROUP * full
+    kp = plan.kp
+    lines: list[str] = []
+    if plan.unroll:
+        for g in range(plan.groups):
+            nch = min(GROUP, cout - GROUP * g)
+            shifts = [int(plan.shift[GROUP * g + c]) for c in range(nch)]
+            lines += _one_block(kp, g > 0) + _one_requant(plan, nch, GROUP * g, shifts)
+    else:
+        xp = _op("xp")
+        lines += ["1:"] + _one_block(kp, True) + _one_requant(plan, GROUP, 0, None)
+        lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]",
+                  f"ldr {_op('u')}, %[endm]", f"cmp {xp}, {_op('u')}", "bne 1b"]
+        if tail:
+            shifts = [int(plan.shift[GROUP * full + c]) for c in range(tail)]
+            lines += _one_block(kp, True) + _one_requant(plan, tail, 0, shifts)
+    return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
+
+
 def _exact_group_asm(plan: Plan) -> str:
     """One group's accumulators (doubled, untangled) handed to C (exact requantization)."""
     lines = _init(reload_xp=True) + _mac(plan.kp) + _untangle()
@@ -516,7 +606,13 @@ def generate_code(plan: Plan) -> str:
                  f"uint32_t *scr, const uint32_t *w{extra})\n{{")
     lines.append("    int32_t A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b;")
     lines.append("    uint32_t xa, xb, u, v;")
-    if npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
+    one = bool(plan.mode) and npix % 2 == 1  # an odd last pixel runs alone (1 x 4 blocks)
+    if one:
+        lines.append(f"    for (int pa = 0; pa < {npix}; pa += 2) {{")
+        lines.append(f"        const int alone = pa == {npix - 1};")
+        lines.append("        @P@_widen(@P@_SRC(pa), @P@_SRC(alone ? pa : pa + 1), scr);")
+        lines.append(f"        int8_t *op = out + pa * {cout};")
+    elif npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
         stage = f"(int8_t *)(scr + {pair_words})"
         lines.append("    for (int pa = 0; pa < 1; pa++) {")
         lines.append("        @P@_widen(@P@_SRC(0), @P@_SRC(0), scr);")
@@ -535,7 +631,14 @@ def generate_code(plan: Plan) -> str:
             lines.append(f"        int8_t *opend = op + {GROUP * (cout // GROUP)};")
             if cout < GROUP:  # no full group: skip the loop (the tail block follows)
                 raise EdgennError("internal: looped plan without full groups")
-        lines.append(_fast_pair_asm(plan))
+        if one:
+            lines.append("        if (alone) {")
+            lines.append(_fast_one_asm(plan))
+            lines.append("        } else {")
+            lines.append(_fast_pair_asm(plan))
+            lines.append("        }")
+        else:
+            lines.append(_fast_pair_asm(plan))
     else:
         lines.append(f"        for (int g = 0; g < {plan.groups}; g++) {{")
         lines.append(_exact_group_asm(plan))
@@ -553,7 +656,7 @@ def generate_code(plan: Plan) -> str:
     lines.append("        (void)xa; (void)xb; (void)u; (void)v; (void)xp; (void)wp;")
     lines.append("        (void)A0a; (void)B1a; (void)A2a; (void)B3a;")
     lines.append("        (void)A0b; (void)B1b; (void)A2b; (void)B3b;")
-    if npix == 1:
+    if npix == 1 and not one:
         lines.append(f"        memcpy(out, {stage}, {cout});")
     lines.append("    }")
     lines.append("}")
