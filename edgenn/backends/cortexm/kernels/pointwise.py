@@ -81,6 +81,8 @@ MAX_COUT = 4088  # second pixel's stores: strb [op, #Cout + c], 12-bit immediate
 UNROLL_BUDGET = 1600  # instructions of unrolled channel-group code allowed per layer
 KP_UNROLL = 64  # k-pairs emitted straight; beyond, a loop over chunks of KP_CHUNK k-pairs
 KP_CHUNK = 32  # (7 cycles of loop test per 480: code size stays bounded for large Cin)
+ONE_UNROLL = 8  # k-pairs per pass of the single-pixel blocks' loops
+ONE_STRAIGHT = 16  # fast form: up to this many k-pairs of a single-pixel block straight
 TWO_GROUP_KP = 32  # looped groups: two groups per iteration when blocks are this small
 COMPACT_KEEP_UNROLLED = 500  # compact mode keeps unrolled layers up to this many instructions
 FORCE_MODE: int | None = None  # tests: cap the requantization mode (0 = exact)
@@ -410,7 +412,8 @@ def _fast_pair_asm(plan: Plan) -> str:
 def _one_block(kp: int, reload_xp: bool) -> list[str]:
     """A 1 x 4 block of pixel slot 0 (accumulators A0a, B1a, A2a, B3a): per k-pair 3 loads,
     2 SXTB16, 4 SMLAD (10 cycles for 8 MACs, where a pair that recomputes a pixel costs 15).
-    Large Cin: the remainder k-pairs first, then a loop over chunks of KP_CHUNK."""
+    Beyond ONE_STRAIGHT k-pairs: the remainder first, then a loop of ONE_UNROLL pairs (one
+    pixel of the layer runs here, so its code is kept small rather than straight)."""
     a0, b1, a2, b3 = (_op(n) for n in ACC[:4])
     xp, wp, xa, u, v = (_op(n) for n in ("xp", "wp", "xa", "u", "v"))
 
@@ -428,14 +431,15 @@ def _one_block(kp: int, reload_xp: bool) -> list[str]:
     lines += [f"ldr {a0}, [{wp}], #4", f"ldr {b1}, [{wp}], #4", f"ldr {a2}, [{wp}], #4",
               f"ldr {b3}, [{wp}], #4", f"ldr {u}, [{xp}]", f"sub {a0}, {a0}, {u}",
               f"sub {a2}, {a2}, {u}"]
-    if kp <= KP_UNROLL:
+    if kp <= ONE_STRAIGHT:
         return lines + pairs(kp)
-    first = kp % KP_CHUNK
+    first, loops = kp % ONE_UNROLL, kp // ONE_UNROLL
+    n = _op(ACC[4])  # pixel b's accumulators are free: the pass counter
+    lines += pairs(first)
     if first:
-        lines += pairs(first) + [f"add {xp}, {xp}, #{8 * first}"]
-    return (lines + ["2:"] + pairs(KP_CHUNK)
-            + [f"add {xp}, {xp}, #{8 * KP_CHUNK}", f"ldr {u}, %[xendm]", f"cmp {xp}, {u}",
-               "bne 2b"])
+        lines.append(f"add {xp}, {xp}, #{8 * first}")
+    return (lines + [f"mov {n}, #{loops}", "2:"] + pairs(ONE_UNROLL)
+            + [f"add {xp}, {xp}, #{8 * ONE_UNROLL}", f"subs {n}, {n}, #1", "bne 2b"])
 
 
 def _one_requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
@@ -767,9 +771,6 @@ def _compact_groups_fn(plan: Plan) -> str:
         "    (void)A0a; (void)B1a; (void)A2a; (void)B3a; (void)A0b; (void)B1b; (void)A2b;\n"
         "    (void)B3b; (void)xa; (void)xb; (void)u; (void)v; (void)xp;\n"
         "    return wp;\n}\n")
-
-
-ONE_UNROLL = 8  # k-pairs per pass of the single-pixel block's loop (the rest: one per pass)
 
 
 def _one_pixel_fn(plan: Plan) -> str:
