@@ -20,6 +20,12 @@ The per-pixel term 128 * sum(x) is computed while widening; it and the biases en
 accumulators' initial values (``KA = bias_A + 256 * bias_B``). Per k-pair: 4 loads + 2 SXTB16
 + 8 SMLAD = 15 cycles for 16 MACs; 14 registers (8 accumulators, 2 pointers, 4 temporaries).
 
+Odd pixel counts: the pairs cover all pixels but the last, which runs alone in 1 x 4 blocks
+(pixel slot 0 of the scratch, the same stream): per k-pair 3 loads + 2 SXTB16 + 4 SMLAD =
+10 cycles for 8 MACs, where a pair overlapping the previous one would cost 15 and recompute a
+pixel (a 3 x 3 map: 4.67 instead of 5 pair passes). Exact-requantization layers keep the
+overlapping pair.
+
 Everything else is decided here and streamed from one flash array, in the order the block
 reads it: per channel group [KA0, KB1, KA2, KB3], the weight words, then per channel the
 requantization record {mult, half[, shift]}:
@@ -58,7 +64,9 @@ a variant (mode, sign, clamp; plus (Cin, Cout) for narrow layers) is defined onc
 * narrow layers (kp <= C_STRAIGHT_KP, Cout >= 4): a variant specialised to (Cin, Cout) with
   straight k-pairs, the Cin-specialised widening and immediate store offsets, records
   {mult, half, shift} (the per-channel work dominates these layers);
-* the last Cout % 4 channels run as one more group into a staging area, copied out in C.
+* the last Cout % 4 channels run as one more group into a staging area, copied out in C;
+* general variant, odd pixel count: the last pixel through ``pwc_one_<variant>`` (1 x 4
+  blocks, k-pairs in a loop of ONE_UNROLL after the remainder, records {mult, h}).
 """
 
 from __future__ import annotations
