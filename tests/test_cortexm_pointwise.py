@@ -226,6 +226,11 @@ EMU_CHAINS = [
                    (21, (1, 1), Activation.NONE)], True, 0, [7, -128, 3]),
     ((3, 5), 200, [(3, (1, 1), Activation.RELU), (40, (1, 2), Activation.NONE)],
      True, 1, [-5, 9]),
+    # an odd pixel count (7): the last pixel runs alone in 1 x 4 blocks,
+    # with Cin % 4 != 0, k-pair loops entered mid-chunk (kp 76, 23), odd Cout and a clamp
+    ((1, 7), 150, [(7, (1, 1), Activation.RELU), (45, (1, 1), Activation.NONE),
+                   (130, (1, 1), Activation.RELU6), (9, (1, 1), Activation.RELU)],
+     True, 0, [10, 3, -128, -7]),
 ]
 
 

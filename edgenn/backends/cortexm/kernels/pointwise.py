@@ -20,6 +20,12 @@ The per-pixel term 128 * sum(x) is computed while widening; it and the biases en
 accumulators' initial values (``KA = bias_A + 256 * bias_B``). Per k-pair: 4 loads + 2 SXTB16
 + 8 SMLAD = 15 cycles for 16 MACs; 14 registers (8 accumulators, 2 pointers, 4 temporaries).
 
+Odd pixel counts: the pairs cover all pixels but the last, which runs alone in 1 x 4 blocks
+(pixel slot 0 of the scratch, the same stream): per k-pair 3 loads + 2 SXTB16 + 4 SMLAD =
+10 cycles for 8 MACs, where a pair overlapping the previous one would cost 15 and recompute a
+pixel (a 3 x 3 map: 4.67 instead of 5 pair passes). Exact-requantization layers keep the
+overlapping pair.
+
 Everything else is decided here and streamed from one flash array, in the order the block
 reads it: per channel group [KA0, KB1, KA2, KB3], the weight words, then per channel the
 requantization record {mult, half[, shift]}:
@@ -58,7 +64,9 @@ a variant (mode, sign, clamp; plus (Cin, Cout) for narrow layers) is defined onc
 * narrow layers (kp <= C_STRAIGHT_KP, Cout >= 4): a variant specialised to (Cin, Cout) with
   straight k-pairs, the Cin-specialised widening and immediate store offsets, records
   {mult, half, shift} (the per-channel work dominates these layers);
-* the last Cout % 4 channels run as one more group into a staging area, copied out in C.
+* the last Cout % 4 channels run as one more group into a staging area, copied out in C;
+* general variant, odd pixel count: the last pixel through ``pwc_one_<variant>`` (1 x 4
+  blocks, k-pairs in a loop of ONE_UNROLL after the remainder, records {mult, h}).
 """
 
 from __future__ import annotations
@@ -81,6 +89,8 @@ MAX_COUT = 4088  # second pixel's stores: strb [op, #Cout + c], 12-bit immediate
 UNROLL_BUDGET = 1600  # instructions of unrolled channel-group code allowed per layer
 KP_UNROLL = 64  # k-pairs emitted straight; beyond, a loop over chunks of KP_CHUNK k-pairs
 KP_CHUNK = 32  # (7 cycles of loop test per 480: code size stays bounded for large Cin)
+ONE_UNROLL = 8  # k-pairs per pass of the single-pixel blocks' loops
+ONE_STRAIGHT = 16  # fast form: up to this many k-pairs of a single-pixel block straight
 TWO_GROUP_KP = 32  # looped groups: two groups per iteration when blocks are this small
 COMPACT_KEEP_UNROLLED = 500  # compact mode keeps unrolled layers up to this many instructions
 FORCE_MODE: int | None = None  # tests: cap the requantization mode (0 = exact)
@@ -407,6 +417,98 @@ def _fast_pair_asm(plan: Plan) -> str:
     return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
 
 
+def _one_block(kp: int, reload_xp: bool) -> list[str]:
+    """A 1 x 4 block of pixel slot 0 (accumulators A0a, B1a, A2a, B3a): per k-pair 3 loads,
+    2 SXTB16, 4 SMLAD (10 cycles for 8 MACs, where a pair that recomputes a pixel costs 15).
+    Beyond ONE_STRAIGHT k-pairs: the remainder first, then a loop of ONE_UNROLL pairs (one
+    pixel of the layer runs here, so its code is kept small rather than straight)."""
+    a0, b1, a2, b3 = (_op(n) for n in ACC[:4])
+    xp, wp, xa, u, v = (_op(n) for n in ("xp", "wp", "xa", "u", "v"))
+
+    def pairs(n: int) -> list[str]:
+        out: list[str] = []
+        for j in range(n):
+            out += [f"ldr {xa}, [{xp}, #{8 + 8 * j}]", f"ldr {u}, [{wp}], #4",
+                    f"ldr {v}, [{wp}], #4", f"smlad {a0}, {xa}, {u}, {a0}",
+                    f"sxtb16 {u}, {u}, ror #8", f"smlad {b1}, {xa}, {u}, {b1}",
+                    f"smlad {a2}, {xa}, {v}, {a2}", f"sxtb16 {v}, {v}, ror #8",
+                    f"smlad {b3}, {xa}, {v}, {b3}"]
+        return out
+
+    lines = [f"ldr {xp}, %[scrm]"] if reload_xp else []
+    lines += [f"ldr {a0}, [{wp}], #4", f"ldr {b1}, [{wp}], #4", f"ldr {a2}, [{wp}], #4",
+              f"ldr {b3}, [{wp}], #4", f"ldr {u}, [{xp}]", f"sub {a0}, {a0}, {u}",
+              f"sub {a2}, {a2}, {u}"]
+    if kp <= ONE_STRAIGHT:
+        return lines + pairs(kp)
+    first, loops = kp % ONE_UNROLL, kp // ONE_UNROLL
+    n = _op(ACC[4])  # pixel b's accumulators are free: the pass counter
+    lines += pairs(first)
+    if first:
+        lines.append(f"add {xp}, {xp}, #{8 * first}")
+    return (lines + [f"mov {n}, #{loops}", "2:"] + pairs(ONE_UNROLL)
+            + [f"add {xp}, {xp}, #{8 * ONE_UNROLL}", f"subs {n}, {n}, #1", "bne 2b"])
+
+
+def _one_requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
+    """Requantize + store channels 0..nch-1 of a 1 x 4 block at out + base. Records load in
+    back-to-back chains into the temporaries and pixel b's (unused) accumulators, then into
+    each finished channel's registers."""
+    xp, wp = _op("xp"), _op("wp")
+    per = 2 if shifts is not None else 3
+    pool = [_op(n) for n in ("xa", "xb", "u", "v", *ACC[4:])]
+    tmp = pool.pop() if plan.sign else ""
+    a0, b1, a2, b3 = (_op(n) for n in ACC[:4])
+    lines = [f"sub {a0}, {a0}, {b1}, lsl #8", f"sub {a2}, {a2}, {b3}, lsl #8",
+             f"ldr {xp}, %[opm]"]
+    recs: dict[int, list[str]] = {}
+    nxt = 0
+    for c in range(nch):
+        if c not in recs:
+            while nxt < nch and len(pool) >= per:
+                recs[nxt] = [pool.pop(0) for _ in range(per)]
+                lines += [f"ldr {r}, [{wp}], #4" for r in recs[nxt]]
+                nxt += 1
+        rec = recs.pop(c)
+        x = _op(ACC[c])
+        if plan.sign:
+            lines += [f"add {tmp}, {rec[1]}, {x}, asr #31", f"smmlar {x}, {x}, {rec[0]}, {tmp}"]
+        else:
+            lines.append(f"smmlar {x}, {x}, {rec[0]}, {rec[1]}")
+        if shifts is None:
+            lines += [f"asr {x}, {x}, {rec[2]}", f"ssat {x}, #8, {x}"]
+        else:
+            lines.append(f"ssat {x}, #8, {x}, asr #{shifts[c]}")
+        if plan.mode == 1:
+            lines += _clamp_lo(x, plan.p.act_min)
+        lines.append(f"strb {x}, [{xp}, #{base + c}]")
+        pool += rec
+    return lines
+
+
+def _fast_one_asm(plan: Plan) -> str:
+    """One asm statement: all channel groups of ONE pixel (fast modes, odd pixel counts)."""
+    cout = plan.p.out_c
+    full = cout // GROUP
+    tail = cout - GROUP * full
+    kp = plan.kp
+    lines: list[str] = []
+    if plan.unroll:
+        for g in range(plan.groups):
+            nch = min(GROUP, cout - GROUP * g)
+            shifts = [int(plan.shift[GROUP * g + c]) for c in range(nch)]
+            lines += _one_block(kp, g > 0) + _one_requant(plan, nch, GROUP * g, shifts)
+    else:
+        xp = _op("xp")
+        lines += ["1:"] + _one_block(kp, True) + _one_requant(plan, GROUP, 0, None)
+        lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]",
+                  f"ldr {_op('u')}, %[endm]", f"cmp {xp}, {_op('u')}", "bne 1b"]
+        if tail:
+            shifts = [int(plan.shift[GROUP * full + c]) for c in range(tail)]
+            lines += _one_block(kp, True) + _one_requant(plan, tail, 0, shifts)
+    return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
+
+
 def _exact_group_asm(plan: Plan) -> str:
     """One group's accumulators (doubled, untangled) handed to C (exact requantization)."""
     lines = _init(reload_xp=True) + _mac(plan.kp) + _untangle()
@@ -516,7 +618,13 @@ def generate_code(plan: Plan) -> str:
                  f"uint32_t *scr, const uint32_t *w{extra})\n{{")
     lines.append("    int32_t A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b;")
     lines.append("    uint32_t xa, xb, u, v;")
-    if npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
+    one = bool(plan.mode) and npix % 2 == 1  # an odd last pixel runs alone (1 x 4 blocks)
+    if one:
+        lines.append(f"    for (int pa = 0; pa < {npix}; pa += 2) {{")
+        lines.append(f"        const int alone = pa == {npix - 1};")
+        lines.append("        @P@_widen(@P@_SRC(pa), @P@_SRC(alone ? pa : pa + 1), scr);")
+        lines.append(f"        int8_t *op = out + pa * {cout};")
+    elif npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
         stage = f"(int8_t *)(scr + {pair_words})"
         lines.append("    for (int pa = 0; pa < 1; pa++) {")
         lines.append("        @P@_widen(@P@_SRC(0), @P@_SRC(0), scr);")
@@ -535,7 +643,14 @@ def generate_code(plan: Plan) -> str:
             lines.append(f"        int8_t *opend = op + {GROUP * (cout // GROUP)};")
             if cout < GROUP:  # no full group: skip the loop (the tail block follows)
                 raise EdgennError("internal: looped plan without full groups")
-        lines.append(_fast_pair_asm(plan))
+        if one:
+            lines.append("        if (alone) {")
+            lines.append(_fast_one_asm(plan))
+            lines.append("        } else {")
+            lines.append(_fast_pair_asm(plan))
+            lines.append("        }")
+        else:
+            lines.append(_fast_pair_asm(plan))
     else:
         lines.append(f"        for (int g = 0; g < {plan.groups}; g++) {{")
         lines.append(_exact_group_asm(plan))
@@ -553,7 +668,7 @@ def generate_code(plan: Plan) -> str:
     lines.append("        (void)xa; (void)xb; (void)u; (void)v; (void)xp; (void)wp;")
     lines.append("        (void)A0a; (void)B1a; (void)A2a; (void)B3a;")
     lines.append("        (void)A0b; (void)B1b; (void)A2b; (void)B3b;")
-    if npix == 1:
+    if npix == 1 and not one:
         lines.append(f"        memcpy(out, {stage}, {cout});")
     lines.append("    }")
     lines.append("}")
@@ -666,6 +781,66 @@ def _compact_groups_fn(plan: Plan) -> str:
         "    return wp;\n}\n")
 
 
+def _one_pixel_fn(plan: Plan) -> str:
+    """pwc_one_V: channel groups of ONE pixel (slot 0 of the scratch); returns the stream
+    pointer. Odd pixel counts run their last pixel here instead of a pair that recomputes
+    the previous pixel: a 1 x 4 block costs 10 cycles per k-pair (3 loads, 2 SXTB16,
+    4 SMLAD) where the overlapping pair costs 15. Records {mult, h} as in the general
+    compact variant; the k-pairs loop ONE_UNROLL at a time after kp % ONE_UNROLL singles."""
+    v = compact_variant(plan)
+    a0, b1, a2, b3, xp, wp, xa, u, vv, n = (_op(x) for x in (
+        "a0", "b1", "a2", "b3", "xp", "wp", "xa", "u", "v", "n"))
+    scr, kp, ng, op = _op("scr"), _op("kp"), _op("ng"), _op("op")
+
+    def kpair(off: int, post: bool) -> list[str]:
+        load = f"ldr {xa}, [{xp}], #8" if post else f"ldr {xa}, [{xp}, #{off}]"
+        return [load, f"ldr {u}, [{wp}], #4", f"ldr {vv}, [{wp}], #4",
+                f"smlad {a0}, {xa}, {u}, {a0}", f"sxtb16 {u}, {u}, ror #8",
+                f"smlad {b1}, {xa}, {u}, {b1}", f"smlad {a2}, {xa}, {vv}, {a2}",
+                f"sxtb16 {vv}, {vv}, ror #8", f"smlad {b3}, {xa}, {vv}, {b3}"]
+
+    lines = ["1:", f"ldr {a0}, [{wp}], #4", f"ldr {b1}, [{wp}], #4",
+             f"ldr {a2}, [{wp}], #4", f"ldr {b3}, [{wp}], #4", f"ldr {u}, [{scr}]",
+             f"sub {a0}, {a0}, {u}", f"sub {a2}, {a2}, {u}", f"add {xp}, {scr}, #8",
+             f"ands {n}, {kp}, #{ONE_UNROLL - 1}", "beq 3f", "2:"]
+    lines += kpair(0, True) + [f"subs {n}, {n}, #1", "bne 2b", "3:",
+                               f"lsrs {n}, {kp}, #{ONE_UNROLL.bit_length() - 1}", "beq 5f",
+                               "4:"]
+    for j in range(ONE_UNROLL):
+        lines += kpair(8 * j, False)
+    lines += [f"add {xp}, {xp}, #{8 * ONE_UNROLL}", f"subs {n}, {n}, #1", "bne 4b", "5:",
+              f"sub {a0}, {a0}, {b1}, lsl #8", f"sub {a2}, {a2}, {b3}, lsl #8"]
+    m, h, t = xa, u, vv
+    for c, x in enumerate((a0, b1, a2, b3)):
+        lines += [f"ldr {m}, [{wp}], #4", f"ldr {h}, [{wp}], #4"]
+        if plan.sign:
+            lines += [f"add {t}, {h}, {x}, asr #31", f"smmlar {x}, {x}, {m}, {t}"]
+        else:
+            lines.append(f"smmlar {x}, {x}, {m}, {h}")
+        lines += [f"rbit {h}, {h}", f"clz {h}, {h}", f"asr {x}, {x}, {h}",
+                  f"ssat {x}, #8, {x}, asr #1"]
+        if plan.mode == 1:
+            lines += _clamp_lo(x, plan.p.act_min)
+        lines.append(f"strb {x}, [{op}, #{c}]")
+    lines += [f"add {op}, {op}, #{GROUP}", f"subs {ng}, {ng}, #1", "bne 1b"]
+    body = "".join(f'        "{ln}\\n\\t"\n' for ln in lines)
+    return (
+        f"static const uint32_t *__attribute__((noinline)) pwc_one_{v}(const uint32_t *scr,\n"
+        "    const uint32_t *wp, int8_t *op, int ng, int kp)\n{\n"
+        "    int32_t a0, b1, a2, b3;\n"
+        "    uint32_t xa, u, v, n;\n"
+        "    const uint32_t *xp;\n"
+        "    __asm__ volatile(\n" + body
+        + '        : [a0] "=&r"(a0), [b1] "=&r"(b1), [a2] "=&r"(a2), [b3] "=&r"(b3),\n'
+        '          [xp] "=&r"(xp), [xa] "=&r"(xa), [u] "=&r"(u), [v] "=&r"(v), [n] "=&r"(n),\n'
+        '          [wp] "+&r"(wp), [op] "+&r"(op), [ng] "+&r"(ng)\n'
+        '        : [scr] "r"(scr), [kp] "r"(kp)\n'
+        '        : "cc", "memory");\n'
+        "    (void)a0; (void)b1; (void)a2; (void)b3; (void)xa; (void)u; (void)v; (void)n;\n"
+        "    (void)xp;\n"
+        "    return wp;\n}\n")
+
+
 _COMPACT_COMMON = r"""
 #ifndef PWC_COMMON
 #define PWC_COMMON
@@ -727,17 +902,20 @@ static void __attribute__((noinline, unused)) pwc_widen(const int8_t *s, uint32_
 def _compact_run_fn(plan: Plan) -> str:
     """pwc_run_V: the pixel-pair loop of any 1x1 layer of this variant (shape as arguments)."""
     v = compact_variant(plan)
+    one = ""
     if _straight(plan):  # the layer-specific widening, specialised to Cin
         widen = _widen_fn(plan).replace("@P@_widen", f"pwc_widen_{v}")
         call = f"pwc_widen_{v}(sa, sb, scr);"
     else:
         widen = ""
+        one = _one_pixel_fn(plan)
         call = "pwc_widen(sa, scr, cin);\n        pwc_widen(sb, scr + 1, cin);"
     return f"""
 #ifndef PWC_RUN_{v}
 #define PWC_RUN_{v}
 {widen}
 {_compact_groups_fn(plan)}
+{one}
 /* kp k-pairs; row/col: input bytes between output rows / columns; scratch: the pair, then
    8 staging bytes (the last group of Cout % 4 channels), then Cout bytes when npix == 1 */
 static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
@@ -754,7 +932,8 @@ static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
     const int full = cout / 4, tail = cout % 4;
     const int dense = row == out_w * col; /* stride 1: pixel p at in + p * Cin */
     (void)cin;
-    for (int pp = 0; pp < npix; pp += 2) {{
+    /* general variant: whole pairs here, an odd last pixel alone below (pwc_one) */
+    for (int pp = 0; pp < ({int(not _straight(plan))} ? npix - (npix & 1) : npix); pp += 2) {{
         const int pa = pp + 1 < npix ? pp : (npix > 1 ? npix - 2 : 0);
         const int pb = npix > 1 ? pa + 1 : 0;
         const int8_t *sa = dense ? in + pa * col : in + (pa / out_w) * row + (pa % out_w) * col;
@@ -785,12 +964,27 @@ static void __attribute__((noinline)) pwc_run_{v}(const int8_t *in, int8_t *out,
                               {C_PAIR_BYTES}u * j0);
             for (int c = 0; c < tail; c++) {{
                 op[4 * full + c] = stage[c];
-                if (npix > 1)
-                    opb[4 * full + c] = stage[4 + c];
+                opb[4 * full + c] = stage[4 + c];
             }}
         }}
 #endif
     }}
+#if {int(not _straight(plan))}
+    if (npix & 1) {{
+        const int pa = npix - 1;
+        const int8_t *sa = dense ? in + pa * col : in + (pa / out_w) * row + (pa % out_w) * col;
+        int8_t *op = out + pa * cout;
+        const uint32_t *wp = w;
+        pwc_widen(sa, scr, cin);
+        if (full)
+            wp = pwc_one_{v}(scr, wp, op, full, kp);
+        if (tail) {{
+            (void)pwc_one_{v}(scr, wp, stage, 1, kp);
+            for (int c = 0; c < tail; c++)
+                op[4 * full + c] = stage[c];
+        }}
+    }}
+#endif
 }}
 #endif
 """
