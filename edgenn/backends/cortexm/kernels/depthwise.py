@@ -44,6 +44,23 @@ Steps: 6 outputs on rows of >= 12 (or a multiple of 6), the whole row on rows of
 4 (see :func:`plan_layer`). The planes' zero-point borders are written once a layer (the
 gathers rewrite only the interiors).
 
+Orientation: a tall narrow map (KWS's 25x5) has rows of one step, each paying the row loop
+and a remainder step. :func:`plan_layer` then plans the layer with H and W swapped (weights
+[Cout, KW, KH]): the gather reads NHWC down the columns into a transposed plane, the steps
+run along its long rows and store outputs one NHWC row apart (:attr:`Plan.px_out`). Chosen by
+a per-channel cycle proxy (:func:`step_estimate`); the row-called members of fused chains keep
+their rows.
+
+Where the cycles go (3x3 stride 1, 6 outputs a step, measured ~14.3 cycles an output plus
+~2 for the gather): 6 multiplies (a row of 3 taps is one SMLAD pair and one halfword
+multiply; no pairing of 9 taps per output does better than 5 without a second plane layout),
+3 of requantization and store, ~4 of loads (2 weight pairs and 4 input words per kernel row,
+in groups limited by the 14 registers: 6 accumulators, row / wb / o / bias), ~1 of loop. Every
+variant counted against it (two output rows a step, two output channels of a 1-channel layer
+a step, weights in FP registers, channel pairs of NHWC words with SMLABB/SMLATT, 21-bit SWAR
+digits with SMLAL) needs more registers than the core has or pays as much in extra gathers,
+field extraction or weight reloads as it saves in multiplies.
+
 Any kernel size, stride, dilation, padding, channel count and depth multiplier; the arrays
 and loops are generated for the layer's shape (never a list of known shapes).
 """
@@ -269,8 +286,9 @@ def plan_layer(p: ConvParams, allow_transpose: bool = True) -> Plan:
     plan = _plan_oriented(p)
     if allow_transpose and p.out_h > p.out_w and p.k_h * p.k_w > 1:
         flip = replace(_plan_oriented(transposed(p)), transposed=True)
-        # why 0.9: the proxy is rough; transpose only where it clearly pays
-        if _fits(flip) and step_estimate(flip) < 0.9 * step_estimate(plan):
+        # why 0.95: the proxy is rough. Measured (3x3, emulator): 25x5x64 -3%, 31x6 stride 2
+        # -12%, 12x6 -4.5%, 8x5 -4.5% (proxy 0.98: kept), 7x5 +6% (proxy 1.05: kept)
+        if _fits(flip) and step_estimate(flip) < 0.95 * step_estimate(plan):
             return flip
     return plan
 
