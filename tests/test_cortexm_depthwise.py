@@ -238,6 +238,11 @@ def test_tall_narrow_layers_are_planned_transposed() -> None:
         assert "down the columns" not in DepthwiseConv().prepare_rows(g.nodes[0], g, M4).comment
     g = dw_graph(rng, (12, 12), 8, (3, 3), (1, 1), (1, 1, 1, 1), out_zp=-128)
     assert not plan_layer(conv_params(g.nodes[0], g)).transposed
+    # a many-channel row member keeps its int8 weights (no flash table) and its rows too
+    g = dw_graph(rng, (30, 3), 120, (5, 5), (1, 1), (2, 2, 2, 2), out_zp=-128)
+    rows = DepthwiseConv().prepare_rows(g.nodes[0], g, M4)
+    assert rows.arrays[0].ctype == "int8_t" and "down the columns" not in rows.comment
+    assert "down the columns" in DepthwiseConv().prepare(g.nodes[0], g, M4).comment
 
 
 def test_plugin_chosen_on_dsp_cores_only() -> None:

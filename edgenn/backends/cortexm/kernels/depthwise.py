@@ -846,7 +846,7 @@ class DepthwiseConv:
         return core.has_dsp and dw_supported(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        return self._call(node, graph, hoisted=False)
+        return self._call(node, graph, hoisted=False, rows=False)
 
     def prepare_rows(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         """The kernel for a layer of a few rows called many times (a fused chain's member,
@@ -856,11 +856,12 @@ class DepthwiseConv:
         p = conv_params(node, graph)
         plan = plan_layer(p, allow_transpose=False)
         table = p.out_c * (p.k_h * len(plan.rc.regs) + 3) * 4
-        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES)
+        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES, rows=True)
 
-    def _call(self, node: Node, graph: Graph, hoisted: bool) -> KernelCall:
+    def _call(self, node: Node, graph: Graph, hoisted: bool, rows: bool) -> KernelCall:
+        """``rows``: called per output row (a fused chain's member): never transposed."""
         p = conv_params(node, graph)
-        plan = replace(plan_layer(p, allow_transpose=not hoisted), hoisted=hoisted)
+        plan = replace(plan_layer(p, allow_transpose=not rows), hoisted=hoisted)
         w = setup_table(plan) if hoisted else plan.p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
