@@ -86,7 +86,13 @@ SHAPES = [
     ((5, 11), 1, (10, 4), (2, 2), (4, 1, 5, 2), 4, (1, 1)),  # a KWS-like first layer
     ((6, 5), 3, (3, 7), (1, 1), (1, 6, 2, 5), 1, (1, 1)),  # border strips wider than 4
     ((7, 26), 4, (3, 3), (1, 1), (1, 1, 1, 1), 1, (1, 1)),  # 6-output steps + remainder 2
+    # tall narrow maps: planned with H and W swapped (plan_layer), see TRANSPOSED below
+    ((31, 6), 5, (3, 3), (2, 2), (0, 0, 1, 1), 1, (1, 1)),  # stride 2, TF 'same' padding
+    ((20, 4), 3, (3, 3), (1, 1), (1, 1, 1, 1), 2, (1, 1)),  # depth multiplier, odd channels
+    ((23, 5), 4, (3, 2), (1, 1), (1, 0, 1, 1), 1, (1, 1)),  # asymmetric kernel and padding
+    ((30, 3), 7, (5, 3), (1, 1), (2, 1, 2, 1), 1, (1, 1)),  # 5x3, odd width
 ]
+TRANSPOSED = range(len(SHAPES) - 4, len(SHAPES))
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:
@@ -215,6 +221,30 @@ def test_row_code_pairs_taps() -> None:
     assert all(op[1] != "d" for op in row_code(3, 1, 2, 2).ops)
 
 
+def test_tall_narrow_layers_are_planned_transposed() -> None:
+    """Rows of one or two steps on a much taller map run down the columns (H and W swapped,
+    weights transposed); square maps, and the row-called members of fused chains (they are
+    called per output row), keep their rows."""
+    rng = np.random.default_rng(9)
+    for case in (2, *TRANSPOSED):
+        hw, c, k, strides, pads, mult, dil = SHAPES[case]
+        g = dw_graph(rng, hw, c, k, strides, pads, mult=mult, dil=dil, out_zp=-128)
+        p = conv_params(g.nodes[0], g)
+        plan = plan_layer(p)
+        assert plan.transposed and (plan.p.out_h, plan.p.out_w) == (p.out_w, p.out_h)
+        assert np.array_equal(plan.p.w, p.w.transpose(0, 2, 1, 3))
+        assert not plan_layer(p, allow_transpose=False).transposed
+        assert "down the columns" in DepthwiseConv().prepare(g.nodes[0], g, M4).comment
+        assert "down the columns" not in DepthwiseConv().prepare_rows(g.nodes[0], g, M4).comment
+    g = dw_graph(rng, (12, 12), 8, (3, 3), (1, 1), (1, 1, 1, 1), out_zp=-128)
+    assert not plan_layer(conv_params(g.nodes[0], g)).transposed
+    # a many-channel row member keeps its int8 weights (no flash table) and its rows too
+    g = dw_graph(rng, (30, 3), 120, (5, 5), (1, 1), (2, 2, 2, 2), out_zp=-128)
+    rows = DepthwiseConv().prepare_rows(g.nodes[0], g, M4)
+    assert rows.arrays[0].ctype == "int8_t" and "down the columns" not in rows.comment
+    assert "down the columns" in DepthwiseConv().prepare(g.nodes[0], g, M4).comment
+
+
 def test_plugin_chosen_on_dsp_cores_only() -> None:
     rng = np.random.default_rng(3)
     g = dw_graph(rng, (8, 8), 8, (3, 3), (1, 1), (1, 1, 1, 1))
@@ -246,6 +276,20 @@ def test_emulator_single_layers_match_reference(case: int) -> None:
     act = (Activation.RELU, Activation.RELU6, Activation.NONE)[case % 3]
     out_zp = -128 if case % 2 == 0 else None
     g = dw_graph(rng, hw, c, k, strides, pads, act, out_zp=out_zp, mult=mult, dil=dil)
+    x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
+    np.testing.assert_array_equal(_emulated(g, x), compile_ref(g).run(x)[0])
+
+
+@needs_arm
+@pytest.mark.parametrize("case", TRANSPOSED)
+def test_emulator_transposed_layers_match_reference(case: int) -> None:
+    """The transposed plans on the M4: asm steps (mode 3 or 2 with ReLU, out_zp -128), the
+    gathers reading NHWC columns, the outputs stored down the columns."""
+    hw, c, k, strides, pads, mult, dil = SHAPES[case]
+    rng = np.random.default_rng(900 + case)
+    g = dw_graph(rng, hw, c, k, strides, pads, Activation.RELU, out_zp=-128, mult=mult,
+                 dil=dil, wide_shift=case % 2 == 1)
+    assert plan_layer(conv_params(g.nodes[0], g)).transposed
     x = rng.integers(-128, 128, size=(2, *hw, c)).astype(np.int8)
     np.testing.assert_array_equal(_emulated(g, x), compile_ref(g).run(x)[0])
 

@@ -44,6 +44,23 @@ Steps: 6 outputs on rows of >= 12 (or a multiple of 6), the whole row on rows of
 4 (see :func:`plan_layer`). The planes' zero-point borders are written once a layer (the
 gathers rewrite only the interiors).
 
+Orientation: a tall narrow map (KWS's 25x5) has rows of one step, each paying the row loop
+and a remainder step. :func:`plan_layer` then plans the layer with H and W swapped (weights
+[Cout, KW, KH]): the gather reads NHWC down the columns into a transposed plane, the steps
+run along its long rows and store outputs one NHWC row apart (:attr:`Plan.px_out`). Chosen by
+a per-channel cycle proxy (:func:`step_estimate`); the row-called members of fused chains keep
+their rows.
+
+Where the cycles go (3x3 stride 1, 6 outputs a step, measured ~14.3 cycles an output plus
+~2 for the gather): 6 multiplies (a row of 3 taps is one SMLAD pair and one halfword
+multiply; no pairing of 9 taps per output does better than 5 without a second plane layout),
+3 of requantization and store, ~4 of loads (2 weight pairs and 4 input words per kernel row,
+in groups limited by the 14 registers: 6 accumulators, row / wb / o / bias), ~1 of loop. Every
+variant counted against it (two output rows a step, two output channels of a 1-channel layer
+a step, weights in FP registers, channel pairs of NHWC words with SMLABB/SMLATT, 21-bit SWAR
+digits with SMLAL) needs more registers than the core has or pays as much in extra gathers,
+field extraction or weight reloads as it saves in multiplies.
+
 Any kernel size, stride, dilation, padding, channel count and depth multiplier; the arrays
 and loops are generated for the layer's shape (never a list of known shapes).
 """
@@ -154,6 +171,33 @@ class Plan:
     # the channels' set-up words (weight pairs, q1..q3) as a flash table instead of built per
     # call (:func:`setup_table`); for many small calls (the row members of fused chains)
     hoisted: bool = False
+    # ``p`` is the layer with H and W swapped (:func:`transposed`): the plane holds the input
+    # transposed, the steps run down the columns of the real layer (see :func:`plan_layer`)
+    transposed: bool = False
+
+    @property
+    def px_in(self) -> int:
+        """Bytes between two input pixels adjacent along a plane row (NHWC)."""
+        p = self.p
+        return p.in_h * p.in_c if self.transposed else p.in_c
+
+    @property
+    def row_in(self) -> int:
+        """Bytes between two input pixels adjacent along a plane column."""
+        p = self.p
+        return p.in_c if self.transposed else p.in_w * p.in_c
+
+    @property
+    def px_out(self) -> int:
+        """Bytes between two outputs adjacent along an output row of the steps."""
+        p = self.p
+        return p.out_h * p.out_c if self.transposed else p.out_c
+
+    @property
+    def row_out(self) -> int:
+        """Bytes between two outputs adjacent along an output column of the steps."""
+        p = self.p
+        return p.out_c if self.transposed else p.out_w * p.out_c
 
     @property
     def scratch_bytes(self) -> int:
@@ -204,8 +248,60 @@ def uniform_records(p: ConvParams) -> tuple[np.ndarray, int] | None:
     return i32(rec), big_r
 
 
-def plan_layer(p: ConvParams) -> Plan:
-    """Choose outputs per step, pair the taps and the requantization for layer ``p``."""
+def transposed(p: ConvParams) -> ConvParams:
+    """Layer ``p`` with its H and W axes swapped (input, output, kernel, strides, dilations,
+    padding; weights [Cout, KW, KH, 1]); the same channels and quantization."""
+    return replace(
+        p, in_h=p.in_w, in_w=p.in_h, out_h=p.out_w, out_w=p.out_h, k_h=p.k_w, k_w=p.k_h,
+        stride_h=p.stride_w, stride_w=p.stride_h, dil_h=p.dil_w, dil_w=p.dil_h,
+        pad_t=p.pad_l, pad_l=p.pad_t, pad_b=p.pad_r, pad_r=p.pad_b,
+        w=np.ascontiguousarray(p.w.transpose(0, 2, 1, 3)))
+
+
+def step_estimate(plan: Plan) -> float:
+    """Rough cycles of one channel's steps (a proxy to compare orientations, not a model):
+    per output row ~10 of loop and pointer set-up; per step ~8 fixed (requantization
+    constants, load-group first cycles, trip), per kernel row its weight loads and input
+    words (~1.5 a word: the asm loads them in small groups); per output its multiplies and
+    3 of requantization and store."""
+    p, rc = plan.p, plan.rc
+    nsteps, rest = divmod(p.out_w, plan.no)
+    total = 0.0
+    for n, count in ((plan.no, nsteps), (rest, 1 if rest else 0)):
+        ops = [op for op in rc.ops if op[0] < n]
+        words = {op[2] for op in ops}
+        regs = {op[3] for op in ops}
+        total += count * (8 + p.k_h * (len(regs) + 1.5 * len(words) + len(ops)) + 3 * n)
+    return p.out_h * (10 + total)
+
+
+def plan_layer(p: ConvParams, allow_transpose: bool = True) -> Plan:
+    """Choose outputs per step, pair the taps and the requantization for layer ``p``.
+
+    Narrow rows (a row of one or two steps, much taller than wide: KWS's 25x5 maps) pay the
+    per-row loop set-up and remainder steps on few outputs; the same layer with H and W
+    swapped runs long rows of full steps, and its gather copies long rows too. The
+    orientation with the smaller :func:`step_estimate` is taken (``allow_transpose``: the
+    row-called members of fused chains keep rows, they are called per output row)."""
+    plan = _plan_oriented(p)
+    if allow_transpose and p.out_h > p.out_w and p.k_h * p.k_w > 1:
+        flip = replace(_plan_oriented(transposed(p)), transposed=True)
+        # why 0.95: the proxy is rough. Measured (3x3, emulator): 25x5x64 -3%, 31x6 stride 2
+        # -12%, 12x6 -4.5%, 8x5 -4.5% (proxy 0.98: kept), 7x5 +6% (proxy 1.05: kept)
+        if _fits(flip) and step_estimate(flip) < 0.95 * step_estimate(plan):
+            return flip
+    return plan
+
+
+def _fits(plan: Plan) -> bool:
+    """The transposed plan's byte offsets fit the gather's and the steps' immediates (and the
+    plane the scratch bound)."""
+    return plan.scratch_bytes // plan.planes <= MAX_PLANE_BYTES and (
+        plan.no * 2 - 1) * plan.px_out <= 4095
+
+
+def _plan_oriented(p: ConvParams) -> Plan:
+    """:func:`plan_layer` for one orientation of the layer."""
     ph, pw = plane_shape(p)
     planes = 2 if p.in_c >= 2 and 2 * ph * pw * 2 <= MAX_PLANE_BYTES else 1
     # 4 outputs a step (gcc's C steps: 3, 5 or a whole narrow row spill more or share less)
@@ -275,7 +371,7 @@ def _step(plan: Plan, n: int) -> str:
             lines.append(f"                a{k} = {fn}(x{wd}, w{r}, a{k});")
         lines.append("            }")
     for k in range(n):
-        lines.append(f"            o[{k * p.out_c}] = {_requant(plan, f'a{k}')};")
+        lines.append(f"            o[{k * plan.px_out}] = {_requant(plan, f'a{k}')};")
     lines.append("        }")
     return "\n".join(lines)
 
@@ -298,7 +394,7 @@ def _asm_ok(plan: Plan, n: int, ahead: int = 0) -> bool:
     # mode 2 too when out_zp == act_min == -128 (its rounding of negatives cannot matter then)
     if not (plan.mode == UNIFORM or (plan.mode == 2 and p.out_zp <= p.act_min)):
         return False
-    if p.act_min != -128 or (ahead * plan.no + n - 1) * p.out_c > 4095:
+    if p.act_min != -128 or (ahead * plan.no + n - 1) * plan.px_out > 4095:
         return False
     last = max(op[2] for op in rc.ops)
     if ((p.k_h - 1) * p.dil_h * plan.pw + 2 * last + ahead * plan.no * p.stride_w) * 2 > 4095:
@@ -322,7 +418,7 @@ def _step_asm(plan: Plan, n: int, ahead: int = 0) -> str:
     """
     p, rc = plan.p, plan.rc
     row_at = ahead * plan.no * p.stride_w * 2
-    o_at = ahead * plan.no * p.out_c
+    o_at = ahead * plan.no * plan.px_out
     nr = len(rc.regs)
     ops = [op for op in rc.ops if op[0] < n]
     regs = sorted({op[3] for op in ops})
@@ -370,7 +466,7 @@ def _step_asm(plan: Plan, n: int, ahead: int = 0) -> str:
         asm += [f"smmlar %[a{k}], %[a{k}], %[t0], %[t2]" for k in range(n)]
         asm += [f"asr %[a{k}], %[a{k}], %[t1]" for k in range(n)]
         asm += [f"ssat %[a{k}], #8, %[a{k}]" for k in range(n)]
-    asm += [f"strb %[a{k}], [%[o], #{o_at + k * p.out_c}]" for k in range(n)]
+    asm += [f"strb %[a{k}], [%[o], #{o_at + k * plan.px_out}]" for k in range(n)]
     outs = [f'[a{k}] "=&r"(a{k})' for k in range(n)] + [
         f'[t{i}] "=&r"(t{i})' for i in range(temps)]
     body = "\n".join(f'                "{line}\\n\\t"' for line in asm)
@@ -398,7 +494,7 @@ def _steps(plan: Plan) -> str:
     """C: one output row's steps (``row``, ``o`` at its start; they advance)."""
     p = plan.p
     nsteps, rest = divmod(p.out_w, plan.no)
-    adv_row, adv_o = plan.no * p.stride_w, plan.no * p.out_c
+    adv_row, adv_o = plan.no * p.stride_w, plan.no * plan.px_out
     out = ""
     # compact code: one step a trip (the paired trip doubles the step's code)
     if nsteps >= 2 and _asm_ok(plan, plan.no, 1) and not is_compact():
@@ -421,31 +517,32 @@ def _steps(plan: Plan) -> str:
     return out
 
 
-def _gather1(p: ConvParams, pw: int) -> str:
+def _gather1(p: ConvParams, pw: int, c: int, row: int) -> str:
     """C: one channel's plane from NHWC (src = in + c) into a plane interior (d0).
 
-    Per two pixels: two LDRSB (grouped, they pipeline), one PKHBT, one STR.
+    Per two pixels: two LDRSB (grouped, they pipeline), one PKHBT, one STR. ``c`` / ``row``:
+    the bytes between pixels along a plane row / column (:attr:`Plan.px_in`, ``row_in``).
     """
-    c, w = p.in_c, p.in_w
+    w = p.in_w
     body = []
     for i in range(0, w - 1, 2):
         body.append(f"        edgenn_store32(d0 + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));")
     if w % 2:
         body.append(f"        d0[{w - 1}] = s[{(w - 1) * c}];")
     return ("static void @F@_gather1(const int8_t *src, int16_t *d0)\n{\n"
-            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, d0 += {pw}) {{\n"
+            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {row}, d0 += {pw}) {{\n"
             "        const int8_t *s = src;\n" + "\n".join(body) + "\n    }\n}\n")
 
 
-def _gather2(p: ConvParams, pw: int) -> str:
+def _gather2(p: ConvParams, pw: int, c: int, row: int) -> str:
     """C: the planes of channels c, c+1 (src = in + c) into two plane interiors (d0, d1).
 
     Per two pixels: two LDRH (channels c, c+1 of each), one ORR, SXTB16 and SXTB16 ROR 8
     split them into the pairs (x_c[p], x_c[p+1]) and (x_c1[p], x_c1[p+1]), two STR: about
     1.9 cycles an input instead of ~5 for a byte loop. Rows of up to 48 pixels (16 in compact
-    code) are unrolled.
+    code) are unrolled. ``c`` / ``row`` as for :func:`_gather1`.
     """
-    c, w = p.in_c, p.in_w
+    w = p.in_w
     # pixels per loop trip (even unless it is the whole row)
     # why 48: a whole row per trip saves the trip overhead (~6 cycles a 16-pixel trip: 14k
     # cycles on VWW for 0.8 KB); compact code keeps 16
@@ -504,7 +601,7 @@ def _gather2(p: ConvParams, pw: int) -> str:
             body.append(f"        s += {chunk * c}, d0 += {chunk}, d1 += {chunk};")
     body += pixels(rest, "        ")
     return ("static void @F@_gather2(const int8_t *src, int16_t *p0, int16_t *p1)\n{\n"
-            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {w * c}, p0 += {pw}, "
+            f"    for (int iy = 0; iy < {p.in_h}; iy++, src += {row}, p0 += {pw}, "
             f"p1 += {pw}) {{\n"
             "        const int8_t *s = src;\n        int16_t *d0 = p0, *d1 = p1;\n"
             + "\n".join(body) + "\n    }\n}\n")
@@ -669,7 +766,7 @@ def _body(plan: Plan) -> str:
         + setup +
         f"        for (int oy = 0; oy < {p.out_h}; oy++) {{\n"
         f"            const int16_t *row = plane + oy * {p.stride_h * pw};\n"
-        f"            int8_t *o = out + oc + oy * {p.out_w * p.out_c};\n"
+        f"            int8_t *o = out + oc + oy * {plan.row_out};\n"
         + steps.replace("\n    ", "\n") + "        }\n    }\n}\n"
     )
     off = p.pad_t * pw + p.pad_l
@@ -682,12 +779,13 @@ def _body(plan: Plan) -> str:
         if p.in_c % 2:
             loop += (f"    @F@_gather1(in + {p.in_c - 1}, plane + {off});\n"
                      f"    @F@_chan({p.in_c - 1}, plane, out, wts, quant, ss);\n")
-        gathers = _gather2(p, pw) + (_gather1(p, pw) if p.in_c % 2 else "")
+        g = (pw, plan.px_in, plan.row_in)
+        gathers = _gather2(p, *g) + (_gather1(p, *g) if p.in_c % 2 else "")
     else:
         loop = (f"    for (int c = 0; c < {p.in_c}; c++) {{\n"
                 f"        @F@_gather1(in + c, plane + {off});\n"
                 f"        @F@_chan(c, plane, out, wts, quant, ss);\n    }}\n")
-        gathers = _gather1(p, pw)
+        gathers = _gather1(p, pw, plan.px_in, plan.row_in)
     return (
         gathers + chan
         + "static void __attribute__((noinline)) @F@_dw(const int8_t *in, int8_t *out, "
@@ -748,7 +846,7 @@ class DepthwiseConv:
         return core.has_dsp and dw_supported(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
-        return self._call(node, graph, hoisted=False)
+        return self._call(node, graph, hoisted=False, rows=False)
 
     def prepare_rows(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         """The kernel for a layer of a few rows called many times (a fused chain's member,
@@ -756,14 +854,15 @@ class DepthwiseConv:
         pays 4 loads a channel instead of rebuilding them. why the bound: the table is ~4x the
         int8 weights' flash; a many-channel layer keeps the per-call set-up instead."""
         p = conv_params(node, graph)
-        plan = plan_layer(p)
+        plan = plan_layer(p, allow_transpose=False)
         table = p.out_c * (p.k_h * len(plan.rc.regs) + 3) * 4
-        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES)
+        return self._call(node, graph, hoisted=table <= MAX_SETUP_TABLE_BYTES, rows=True)
 
-    def _call(self, node: Node, graph: Graph, hoisted: bool) -> KernelCall:
+    def _call(self, node: Node, graph: Graph, hoisted: bool, rows: bool) -> KernelCall:
+        """``rows``: called per output row (a fused chain's member): never transposed."""
         p = conv_params(node, graph)
-        plan = replace(plan_layer(p), hoisted=hoisted)
-        w = setup_table(plan) if hoisted else p.w.reshape(p.w.shape[0], -1)
+        plan = replace(plan_layer(p, allow_transpose=not rows), hoisted=hoisted)
+        w = setup_table(plan) if hoisted else plan.p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
             sources=("edgenn_dwconv_s8_gen_dsp.h",),
@@ -777,7 +876,8 @@ class DepthwiseConv:
             in_place=plan.mult == 1,
             comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, depthwise int16 plane, "
-            f"{plan.no} outputs a step (requant mode {plan.mode})",
+            f"{plan.no} outputs a step{' down the columns' if plan.transposed else ''} "
+            f"(requant mode {plan.mode})",
         )
 
 
