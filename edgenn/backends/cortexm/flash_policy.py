@@ -121,6 +121,12 @@ def compact_prefix(base: Measured, compacted: Measured, budget: int,
         return measure_prefix(frozenset(order[:k])).flash_bytes <= budget
 
     guess = predicted_prefix(base, compacted, order, budget)
+    if guess is not None and hi - lo > 1:
+        # why clamp: a prediction of "every layer" (the per-layer flash under-counts what
+        # compact code saves, e.g. shared helpers) usually means "all but a few": the prefix
+        # one short of it and its neighbour are then the first builds, not a bisection from
+        # the middle (VWW: 2 builds side by side instead of 5 one after another)
+        guess = min(max(guess, lo + 1), hi - 1)
     if guess is not None and lo < guess < hi:
         if prefetch is not None and guess - 1 > lo:
             # why both: when the guess fits (the usual case) its neighbour is measured next;
