@@ -126,6 +126,21 @@ def test_compact_prefix_builds_the_predicted_prefix_and_its_neighbour_first() ->
     assert len(probes) <= 3
 
 
+def test_a_prediction_of_every_layer_tries_one_short_of_it_first() -> None:
+    # the per-layer flash under-counts what compact code saves (20 bytes a layer; the rest is
+    # in shared helpers): the prediction is "every layer", the truth all but one
+    base = Measured(1500, [100] * 5, [120] * 5)
+    compacted = Measured(1000, [100 + (4 - i) * 10 for i in range(5)], [100] * 5)
+    probes: list[frozenset[int]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(1500 - 125 * len(layers), [0] * 5)
+
+    assert compact_prefix(base, compacted, 1010, measure_prefix) == {4, 3, 2, 1}
+    assert probes == [{4, 3, 2, 1}, {4, 3, 2}]  # no bisection from the middle
+
+
 VWW = Path(__file__).resolve().parents[2] / "shared" / "models" / "mlperf_tiny" / \
     "vww_96_int8.tflite"
 
