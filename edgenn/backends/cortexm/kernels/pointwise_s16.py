@@ -43,6 +43,7 @@ from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
 
 FOLDED = 5  # SHIFTED_HI with the bias started in the int32 sum: one SMMULR (:func:`fold`)
 GROUP = 4  # channels per block
+MAX_COUT = 2040  # pixel b's stores: strh [xp, #2 (Cout + c)], 12-bit immediate
 MAX_CIN = 1984  # pixel b's loads: [xp, #2 Cin + offset], offset < 64 in the chunk loop
 KP_UNROLL = 48  # k pairs emitted straight; beyond, a loop over chunks of KP_CHUNK
 KP_CHUNK = 16
@@ -95,9 +96,10 @@ def _q(line: str) -> str:
     return f'"{line}\\n\\t"'
 
 
-def _pair(xoff: int, boff: int, two: bool, half: bool) -> list[str]:
+def _pair(xoff: int, boff: int, two: bool, half: bool, seed: bool = False) -> list[str]:
     """One k pair of a block: x at [xp, #xoff] (pixel b at #boff; LDRH for an odd K's last
-    element), the channel pairs' weight words post-incremented from wp."""
+    element), the channel pairs' weight words post-incremented from wp; ``seed``: pixel b's
+    accumulators start from pixel a's initial values (the group's first pair)."""
     ld = "ldrh" if half else "ldr"
     lines = ["ldr %[u], [%[wp]], #4", f"{ld} %[xa], [%[xp], #{xoff}]"]
     if two:
@@ -107,23 +109,28 @@ def _pair(xoff: int, boff: int, two: bool, half: bool) -> list[str]:
             lines.append("ldr %[u], [%[wp]], #4")
         lines += ["sxtb16 %[v], %[u], ror #8", "sxtb16 %[u], %[u]"]
         for c, reg in ((c0, "u"), (c1, "v")):
+            if two and seed:
+                lines.append(f"smlad %[b{c}], %[xb], %[{reg}], %[a{c}]")
             lines.append(f"smlad %[a{c}], %[xa], %[{reg}], %[a{c}]")
-            if two:
+            if two and not seed:
                 lines.append(f"smlad %[b{c}], %[xb], %[{reg}], %[b{c}]")
     return [_q(x) for x in lines]
 
 
-def _kloop(cin: int, two: bool) -> list[str]:
+def _kloop(cin: int, two: bool, seed: bool = False) -> list[str]:
     """The k pairs: straight up to KP_UNROLL, else the remainder, a loop of chunks that
     advances xp and compares it with ``end`` (memory; the temporaries are free there), then
     an odd K's last element."""
     kp = (cin + 1) // 2
     b = 2 * cin
     if kp <= KP_UNROLL:
-        return [ln for j in range(kp)
-                for ln in _pair(4 * j, b + 4 * j, two, cin % 2 == 1 and j == cin // 2)]
+        return [ln for j in range(kp) for ln in
+                _pair(4 * j, b + 4 * j, two, cin % 2 == 1 and j == cin // 2, seed and j == 0)]
     first = (cin // 2) % KP_CHUNK
-    lines = [ln for j in range(first) for ln in _pair(4 * j, b + 4 * j, two, False)]
+    lines = [ln for j in range(first)
+             for ln in _pair(4 * j, b + 4 * j, two, False, seed and j == 0)]
+    if seed and two and not first:
+        lines += [_q(f"mov %[b{c}], %[a{c}]") for c in range(GROUP)]
     if first:
         lines.append(_q(f"add %[xp], %[xp], #{4 * first}"))
     lines.append('"1:\\n\\t"')
@@ -132,23 +139,64 @@ def _kloop(cin: int, two: bool) -> list[str]:
               _q("cmp %[xp], %[u]"), _q("bne 1b")]
     if cin % 2:
         lines += _pair(0, b, two, True)
+    if seed:  # the row kernel keeps xp for the next group
+        lines.append(_q(f"sub %[xp], %[xp], #{4 * (cin // 2)}"))
     return lines
 
 
-def _block_fn(cin: int, two: bool) -> str:
-    """@P@_blk2 / @P@_blk1: the sums of one channel group for 2 (1) pixels at x; *w moves on."""
+def _epilogue_asm(g: Geometry, nch: int, two: bool) -> list[str]:
+    """The FOLDED rescale in the block's asm: per channel one record load, SMMULR, SSAT 16
+    (USAT 15 for a plain ReLU), the bounds inside int16 from registers, STRH; xp and wp then
+    hold the output and record pointers (the C moves w on by itself)."""
+    lines = ["ldr %[xp], %[om]", "ldr %[wp], %[rm]"]
+    relu = g.lo == 0 and g.hi >= 32767
+    lo = g.lo > -32768 and not relu
+    hi = g.hi < 32767
+    if lo:
+        lines += [f"movw %[xa], #{g.lo & 0xFFFF}", f"movt %[xa], #{(g.lo >> 16) & 0xFFFF}"]
+    if hi:
+        lines += [f"movw %[v], #{g.hi & 0xFFFF}", f"movt %[v], #{(g.hi >> 16) & 0xFFFF}"]
+    for c in range(nch):
+        lines.append(f"ldr %[u], [%[wp], #{16 * c + 4}]")
+        regs = [(f"%[a{c}]", 2 * c)] + ([(f"%[b{c}]", 2 * (g.out_c + c))] if two else [])
+        for reg, _ in regs:
+            lines.append(f"smmulr {reg}, {reg}, %[u]")
+        for reg, off in regs:
+            lines.append(f"usat {reg}, #15, {reg}" if relu else f"ssat {reg}, #16, {reg}")
+            if lo:
+                lines += [f"cmp {reg}, %[xa]", "it lt", f"movlt {reg}, %[xa]"]
+            if hi:
+                lines += [f"cmp {reg}, %[v]", "it gt", f"movgt {reg}, %[v]"]
+            lines.append(f"strh {reg}, [%[xp], #{off}]")
+    return [_q(x) for x in lines]
+
+
+def _block_fn(g: Geometry, two: bool, nch: int | None) -> str:
+    """@P@_blk2 / @P@_blk1 (``_<nch>`` with the FOLDED epilogue for nch channels): the sums
+    of one channel group for 2 (1) pixels at x, into acc or (FOLDED) rescaled into o."""
+    cin = g.in_c
     accs = ["a0", "a1", "a2", "a3"] + (["b0", "b1", "b2", "b3"] if two else [])
-    name = "blk2" if two else "blk1"
+    name = ("blk2" if two else "blk1") + ("" if nch is None else f"_{nch}")
     kp = (cin + 1) // 2
     looped = kp > KP_UNROLL
-    asm = "\n        ".join(_kloop(cin, two))
+    lines = _kloop(cin, two) + ([] if nch is None else _epilogue_asm(g, nch, two))
+    asm = "\n        ".join(lines)
     init = "\n".join(f"    int32_t {a} = r[{4 * int(a[1])}];" for a in accs)
     outs = ", ".join(f'[{a}] "+r"({a})' for a in accs)
     outs += ', [xp] "+r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [u] "=&r"(u), [v] "=&r"(v)'
     if two:
         outs += ', [xb] "=&r"(xb)'
-    stores = "\n".join(f"    acc[{i}] = {a};" for i, a in enumerate(accs))
+    ins = (['[end] "m"(end)'] if looped else []) + (
+        [] if nch is None else ['[om] "m"(o)', '[rm] "m"(r)'])
     npx = 2 if two else 1
+    if nch is None:
+        after = "\n".join(f"    acc[{i}] = {a};" for i, a in enumerate(accs))
+        c_out = ""
+    else:
+        after = "    (void)acc;" + "".join(f" (void){a};" for a in accs)
+        c_out = "\n".join(
+            f"    o[{j * g.out_c + c}] = @P@_out(acc[{GROUP * j + c}], r + {4 * c}, 0);"
+            for j in range(npx) for c in range(nch))
     fallback = f"""    for (int j = 0; j < {GROUP * npx}; j++) acc[j] = r[4 * (j % {GROUP})];
     for (int k = 0; k < {kp}; k++) {{
         for (int j = 0; j < {npx}; j++) {{
@@ -163,13 +211,13 @@ def _block_fn(cin: int, two: bool) -> str:
             }}
         }}
     }}
-    *wq = w + {2 * kp};"""
+{c_out}"""
     end = f"    const int16_t *end = x + {2 * (cin // 2)};\n" if looped else ""
-    end_in = '[end] "m"(end)' if looped else ""
     return f"""static inline __attribute__((always_inline)) void @P@_{name}(const int16_t *x,
-    const uint32_t **wq, const int32_t *r, int32_t *acc)
+    const uint32_t **wq, const int32_t *r, int32_t *acc, int16_t *o)
 {{
     const uint32_t *w = *wq;
+    (void)o;
 #if EDGENN_HAVE_DSP
 {init}
 {end}    const int16_t *xp = x;
@@ -178,14 +226,118 @@ def _block_fn(cin: int, two: bool) -> str:
     __asm__ volatile(
         {asm}
         : {outs}
-        : {end_in}
+        : {", ".join(ins)}
         : "cc", "memory");
-{stores}
-    *wq = wp;
+{after}
 #else
 {fallback}
 #endif
+    *wq = w + {2 * kp};
 }}"""
+
+
+def _row_epilogue(g: Geometry, nch: int, two: bool) -> list[str]:
+    """The FOLDED rescale of one group in the row kernel: the m' words follow the group's
+    weights in the stream; xa holds the output pointer (kept in memory during the sums)."""
+    lines = ["ldr %[xa], %[om]"]
+    relu = g.lo == 0 and g.hi >= 32767
+    lo = g.lo > -32768 and not relu
+    hi = g.hi < 32767
+    if lo:
+        lines += [f"movw %[u], #{g.lo & 0xFFFF}", f"movt %[u], #{(g.lo >> 16) & 0xFFFF}"]
+    if hi:
+        lines += [f"movw %[v], #{g.hi & 0xFFFF}", f"movt %[v], #{(g.hi >> 16) & 0xFFFF}"]
+    for c in range(GROUP):
+        lines.append("ldr %[xb], [%[wp]], #4")
+        if c >= nch:
+            continue
+        regs = [(f"%[a{c}]", 2 * c)] + ([(f"%[b{c}]", 2 * (g.out_c + c))] if two else [])
+        for reg, _ in regs:
+            lines.append(f"smmulr {reg}, {reg}, %[xb]")
+        for reg, off in regs:
+            lines.append(f"usat {reg}, #15, {reg}" if relu else f"ssat {reg}, #16, {reg}")
+            if lo:
+                lines += [f"cmp {reg}, %[u]", "it lt", f"movlt {reg}, %[u]"]
+            if hi:
+                lines += [f"cmp {reg}, %[v]", "it gt", f"movgt {reg}, %[v]"]
+            lines.append(f"strh {reg}, [%[xa], #{off}]")
+    return [_q(x) for x in lines]
+
+
+def _row_fn(g: Geometry, two: bool) -> str:
+    """@P@_row2 / @P@_row1 (FOLDED): every channel group of 2 (1) pixels at x in one asm
+    statement, from the stream [4 biases, weights, 4 m'] per group."""
+    cin, co = g.in_c, g.out_c
+    full, tail = divmod(co, GROUP)
+    kp = (cin + 1) // 2
+    accs = ["a0", "a1", "a2", "a3"] + (["b0", "b1", "b2", "b3"] if two else [])
+    name = "row2" if two else "row1"
+
+    def group(nch: int) -> list[str]:
+        init = [_q(f"ldr %[a{c}], [%[wp]], #4") for c in range(GROUP)]
+        return init + _kloop(cin, two, seed=True) + _row_epilogue(g, nch, two)
+
+    lines: list[str] = []
+    if full:
+        lines += ['"3:\\n\\t"', *group(GROUP), _q("add %[xa], %[xa], #8"),
+                  _q("str %[xa], %[om]")]
+        if full > 1:
+            lines += [_q("ldr %[u], %[oend]"), _q("cmp %[xa], %[u]"), _q("bne 3b")]
+    if tail:
+        lines += group(tail)
+    asm = "\n        ".join(lines)
+    outs = ", ".join(f'[{a}] "=&r"({a})' for a in accs)
+    outs += (', [xp] "+r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [xb] "=&r"(xb), '
+             '[u] "=&r"(u), [v] "=&r"(v), [om] "+m"(o)')
+    ins = ['[oend] "m"(oend)'] + (['[end] "m"(end)'] if kp > KP_UNROLL else [])
+    npx = 2 if two else 1
+    stride = 2 * GROUP + 2 * kp
+    decl = ", ".join(accs)
+    return f"""static inline __attribute__((always_inline)) void @P@_{name}(const int16_t *x,
+    const uint32_t *w, int16_t *o)
+{{
+#if EDGENN_HAVE_DSP
+    const int16_t *xp = x, *end = x + {2 * (cin // 2)};
+    const uint32_t *wp = w;
+    int16_t *const oend = o + {GROUP * full};
+    int32_t {decl};
+    uint32_t xa, xb, u, v;
+    (void)end; (void)oend;
+    __asm__ volatile(
+        {asm}
+        : {outs}
+        : {", ".join(ins)}
+        : "cc", "memory");
+    (void)xb;
+#else
+    for (int g = 0; g < {full + (1 if tail else 0)}; g++, w += {stride}, o += {GROUP}) {{
+        for (int c = 0; c < {GROUP} && {GROUP} * g + c < {co}; c++) {{
+            const int32_t m = (int32_t)w[{GROUP + 2 * kp} + c];
+            for (int j = 0; j < {npx}; j++) {{
+                uint32_t acc = w[c];
+                for (int k = 0; k < {kp}; k++) {{
+                    const int16_t *xj = x + j * {cin} + 2 * k;
+                    const int32_t x0 = xj[0], x1 = 2 * k + 1 < {cin} ? xj[1] : 0;
+                    const uint32_t word = w[{GROUP} + k * 2 + c / 2];
+                    acc += (uint32_t)(x0 * (int8_t)(word >> (8 * (c & 1))))
+                        + (uint32_t)(x1 * (int8_t)(word >> (16 + 8 * (c & 1))));
+                }}
+                o[j * {co} + c] = @P@_out((int32_t)acc, &m - 1, 0);
+            }}
+        }}
+    }}
+#endif
+}}"""
+
+
+def folded_stream(words: np.ndarray, quant: np.ndarray, kp: int) -> np.ndarray:
+    """The FOLDED row kernel's stream: per group [4 biases, its 2 kp weight words, 4 m']."""
+    groups = words.size // (2 * kp)
+    rec = quant.reshape(-1, 4)[:GROUP * groups].view(np.uint32)
+    out = [np.concatenate([rec[GROUP * i:GROUP * (i + 1), 0],
+                           words[2 * kp * i:2 * kp * (i + 1)],
+                           rec[GROUP * i:GROUP * (i + 1), 1]]) for i in range(groups)]
+    return np.concatenate(out).astype(np.uint32)
 
 
 def _stores(g: Geometry, nch: int, two: bool) -> str:
@@ -202,26 +354,33 @@ def generate(g: Geometry, mode: int) -> str:
     cin, co, npix = g.in_c, g.out_c, g.npix
     full, tail = divmod(co, GROUP)
 
+    asm_epi = mode == FOLDED
+
+    def call(two: bool, nch: int) -> str:
+        blk = ("blk2" if two else "blk1") + (f"_{nch}" if asm_epi else "")
+        stores = "" if asm_epi else "\n" + _stores(g, nch, two)
+        return f"        @P@_{blk}(x, &w, r, acc, o);{stores}"
+
     def groups(two: bool) -> str:
-        blk = "blk2" if two else "blk1"
         text = ""
         if full:
             step = f"r += {4 * GROUP}, b += {GROUP}, o += {GROUP}"
             text += f"""    for (int c = 0; c < {full}; c++, {step}) {{
         int32_t acc[{2 * GROUP}];
-        @P@_{blk}(x, &w, r, acc);
-{_stores(g, GROUP, two)}
+{call(two, GROUP)}
     }}
 """
         if tail:
             text += f"""    {{
         int32_t acc[{2 * GROUP}];
-        @P@_{blk}(x, &w, r, acc);
-{_stores(g, tail, two)}
+{call(two, tail)}
     }}
 """
         return text
 
+    nchs = [n for n in (GROUP if full else 0, tail) if n] if asm_epi else [None]
+    blocks = "\n\n".join(_block_fn(g, two, n) for two in (True, False) for n in nchs
+                          if two or npix % 2)
     odd = ""
     if npix % 2:
         odd = f"""    {{
@@ -232,13 +391,30 @@ def generate(g: Geometry, mode: int) -> str:
     const int64_t *b = b0;
 {groups(False)}    }}
 """
+    if asm_epi:
+        odd_call = (f"    @P@_row1(in + {(npix - 1) * cin}, w0, out + {(npix - 1) * co});"
+                    if npix % 2 else "")
+        return f"""
+/* pointwise_s16: {npix} pixels x {cin} -> {co}, 2x4 SMLAD blocks, FOLDED rescale in asm */
+{_folded_fn(g)}
+
+{_row_fn(g, True)}
+
+{_row_fn(g, False) if npix % 2 else ""}
+
+static void @P@_conv(const int16_t *in, int16_t *out, const uint32_t *w0,
+    const int32_t *r0, const int64_t *b0)
+{{
+    (void)r0; (void)b0;
+    for (int p = 0; p < {npix - 1}; p += 2) @P@_row2(in + p * {cin}, w0, out + p * {co});
+{odd_call}
+}}
+"""
     return f"""
 /* pointwise_s16: {npix} pixels x {cin} -> {co}, 2x4 SMLAD blocks */
 {_folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
 
-{_block_fn(cin, True)}
-
-{_block_fn(cin, False) if npix % 2 else ""}
+{blocks}
 
 static void @P@_conv(const int16_t *in, int16_t *out, const uint32_t *w0,
     const int32_t *r0, const int64_t *b0)
@@ -258,12 +434,13 @@ static void @P@_conv(const int16_t *in, int16_t *out, const uint32_t *w0,
 def shared_code(g: Geometry, mode: int) -> str:
     """The generated functions under a name derived from their text, defined once per model."""
     body = generate(g, mode)
+    quant = "0" if mode == FOLDED else "@P@_quant"
     name = "pws16_" + hashlib.sha1(body.encode()).hexdigest()[:12]
     guard = name.upper() + "_DEFINED"
     return (f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}\n#endif\n\n"
             "static inline __attribute__((always_inline)) void @P@_conv(const int16_t *in, "
             "int16_t *out)\n{\n"
-            f"    {name}_conv(in, out, @P@_w, @P@_quant, @P@_bias);\n}}\n")
+            f"    {name}_conv(in, out, @P@_w, {quant}, @P@_bias);\n}}\n")
 
 
 def _claims(node: Node, graph: Graph, core: Core) -> bool:
@@ -274,7 +451,7 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     w = graph.tensor(node.inputs[1])
     if w.data is None or len(w.shape) != 4 or w.shape[1] != 1 or w.shape[2] != 1:
         return False
-    if w.shape[3] > MAX_CIN:
+    if w.shape[3] > MAX_CIN or w.shape[0] > MAX_COUT:
         return False
     p = prepare_conv_s16(node, graph)
     if (p.stride_h, p.stride_w, p.pad_t, p.pad_l) != (1, 1, 0, 0):
@@ -305,11 +482,14 @@ class PointwiseS16:
         groups = -(-co // GROUP)
         quant = np.concatenate([quant, np.zeros(4 * GROUP * groups - quant.size, np.int32)])
         w = p.w.reshape(co, -1).astype(np.int8)
+        words = group_weights(w)
+        arrays = ((CArray("w", "uint32_t", folded_stream(words, quant, (g.in_c + 1) // 2)),)
+                  if mode == FOLDED else
+                  (CArray("w", "uint32_t", words), CArray("quant", "int32_t", quant)))
         return KernelCall(
             call="{prefix}_conv({in0}, {out0});",
             sources=("edgenn_conv_s16_mac.h",),
-            arrays=(CArray("w", "uint32_t", group_weights(w)),
-                    CArray("quant", "int32_t", quant)),
+            arrays=arrays,
             kernel_name=self.name,
             comment=f"16x8 1x1 {g.npix} pixels x {g.in_c} -> {co}: 2x4 SMLAD blocks, "
                     f"{ep.mode_name} sums{RESCALE.get(mode, '')}",
