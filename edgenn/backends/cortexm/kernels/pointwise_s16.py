@@ -96,11 +96,33 @@ def _q(line: str) -> str:
     return f'"{line}\\n\\t"'
 
 
-def _pair(xoff: int, boff: int, two: bool, half: bool, seed: bool = False) -> list[str]:
+def _pair(xoff: int, boff: int, two: bool, half: bool, seed: bool = False,
+          offset: bool = False) -> list[str]:
     """One k pair of a block: x at [xp, #xoff] (pixel b at #boff; LDRH for an odd K's last
     element), the channel pairs' weight words post-incremented from wp; ``seed``: pixel b's
-    accumulators start from pixel a's initial values (the group's first pair)."""
+    accumulators start from pixel a's initial values (the group's first pair).
+
+    ``offset`` (the row kernel's words, :func:`offset_words`): the raw word multiplies the
+    pixel pair by 256 wB + wA + 128, SXTB16 ROR 8 of it by wB, so 4 loads, 2 SXTB16 and
+    8 SMLAD = 15 cycles; the even channels are untangled after the sums."""
     ld = "ldrh" if half else "ldr"
+    if offset:
+        lines = ["ldr %[u], [%[wp]], #4", "ldr %[v], [%[wp]], #4",
+                 f"{ld} %[xa], [%[xp], #{xoff}]"]
+        if two:
+            lines.append(f"{ld} %[xb], [%[xp], #{boff}]")
+        for c0, reg in ((0, "u"), (2, "v")):
+            c1 = c0 + 1
+            lines.append(f"smlad %[a{c0}], %[xa], %[{reg}], %[a{c0}]")
+            if two:
+                lines.append(f"smlad %[b{c0}], %[xb], %[{reg}], %[b{c0}]")
+            lines.append(f"sxtb16 %[{reg}], %[{reg}], ror #8")
+            if two and seed:
+                lines.append(f"smlad %[b{c1}], %[xb], %[{reg}], %[a{c1}]")
+            lines.append(f"smlad %[a{c1}], %[xa], %[{reg}], %[a{c1}]")
+            if two and not seed:
+                lines.append(f"smlad %[b{c1}], %[xb], %[{reg}], %[b{c1}]")
+        return [_q(x) for x in lines]
     lines = ["ldr %[u], [%[wp]], #4", f"{ld} %[xa], [%[xp], #{xoff}]"]
     if two:
         lines.append(f"{ld} %[xb], [%[xp], #{boff}]")
@@ -125,20 +147,22 @@ def _kloop(cin: int, two: bool, seed: bool = False) -> list[str]:
     b = 2 * cin
     if kp <= KP_UNROLL:
         return [ln for j in range(kp) for ln in
-                _pair(4 * j, b + 4 * j, two, cin % 2 == 1 and j == cin // 2, seed and j == 0)]
+                _pair(4 * j, b + 4 * j, two, cin % 2 == 1 and j == cin // 2, seed and j == 0,
+                      seed)]
     first = (cin // 2) % KP_CHUNK
     lines = [ln for j in range(first)
-             for ln in _pair(4 * j, b + 4 * j, two, False, seed and j == 0)]
-    if seed and two and not first:
-        lines += [_q(f"mov %[b{c}], %[a{c}]") for c in range(GROUP)]
+             for ln in _pair(4 * j, b + 4 * j, two, False, seed and j == 0, seed)]
+    if seed and two and not first:  # (the even channels' b accumulators are set already)
+        lines += [_q(f"mov %[b{c}], %[a{c}]") for c in (1, 3)]
     if first:
         lines.append(_q(f"add %[xp], %[xp], #{4 * first}"))
     lines.append('"1:\\n\\t"')
-    lines += [ln for j in range(KP_CHUNK) for ln in _pair(4 * j, b + 4 * j, two, False)]
+    lines += [ln for j in range(KP_CHUNK)
+              for ln in _pair(4 * j, b + 4 * j, two, False, False, seed)]
     lines += [_q(f"add %[xp], %[xp], #{4 * KP_CHUNK}"), _q("ldr %[u], %[end]"),
               _q("cmp %[xp], %[u]"), _q("bne 1b")]
     if cin % 2:
-        lines += _pair(0, b, two, True)
+        lines += _pair(0, b, two, True, False, seed)
     if seed:  # the row kernel keeps xp for the next group
         lines.append(_q(f"sub %[xp], %[xp], #{4 * (cin // 2)}"))
     return lines
@@ -239,7 +263,9 @@ def _block_fn(g: Geometry, two: bool, nch: int | None) -> str:
 def _row_epilogue(g: Geometry, nch: int, two: bool) -> list[str]:
     """The FOLDED rescale of one group in the row kernel: the m' words follow the group's
     weights in the stream; xa holds the output pointer (kept in memory during the sums)."""
-    lines = ["ldr %[xa], %[om]"]
+    lines = [f"sub %[{p}{c}], %[{p}{c}], %[{p}{c + 1}], lsl #8"
+             for p in ("ab" if two else "a") for c in (0, 2)]
+    lines.append("ldr %[xa], %[om]")
     relu = g.lo == 0 and g.hi >= 32767
     lo = g.lo > -32768 and not relu
     hi = g.hi < 32767
@@ -274,8 +300,11 @@ def _row_fn(g: Geometry, two: bool) -> str:
     name = "row2" if two else "row1"
 
     def group(nch: int) -> list[str]:
-        init = [_q(f"ldr %[a{c}], [%[wp]], #4") for c in range(GROUP)]
-        return init + _kloop(cin, two, seed=True) + _row_epilogue(g, nch, two)
+        init = [f"ldr %[a{c}], [%[wp]], #4" for c in range(GROUP)] + ["ldr %[u], %[sa]"]
+        if two:
+            init += ["ldr %[v], %[sb]", "sub %[b0], %[a0], %[v]", "sub %[b2], %[a2], %[v]"]
+        init += ["sub %[a0], %[a0], %[u]", "sub %[a2], %[a2], %[u]"]
+        return [_q(x) for x in init] + _kloop(cin, two, seed=True) + _row_epilogue(g, nch, two)
 
     lines: list[str] = []
     if full:
@@ -289,7 +318,9 @@ def _row_fn(g: Geometry, two: bool) -> str:
     outs = ", ".join(f'[{a}] "=&r"({a})' for a in accs)
     outs += (', [xp] "+r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [xb] "=&r"(xb), '
              '[u] "=&r"(u), [v] "=&r"(v), [om] "+m"(o)')
-    ins = ['[oend] "m"(oend)'] + (['[end] "m"(end)'] if kp > KP_UNROLL else [])
+    ins = ['[oend] "m"(oend)', '[sa] "m"(sa)'] + (['[sb] "m"(sb)'] if two else []) + (
+        ['[end] "m"(end)'] if kp > KP_UNROLL else [])
+    sums = _sums_c(cin, two)
     npx = 2 if two else 1
     stride = 2 * GROUP + 2 * kp
     decl = ", ".join(accs)
@@ -300,6 +331,8 @@ def _row_fn(g: Geometry, two: bool) -> str:
     const int16_t *xp = x, *end = x + {2 * (cin // 2)};
     const uint32_t *wp = w;
     int16_t *const oend = o + {GROUP * full};
+    uint32_t sa = 0{", sb = 0" if two else ""};  /* 128 x the pixels' sums */
+{sums}
     int32_t {decl};
     uint32_t xa, xb, u, v;
     (void)end; (void)oend;
@@ -313,12 +346,14 @@ def _row_fn(g: Geometry, two: bool) -> str:
     for (int g = 0; g < {full + (1 if tail else 0)}; g++, w += {stride}, o += {GROUP}) {{
         for (int c = 0; c < {GROUP} && {GROUP} * g + c < {co}; c++) {{
             const int32_t m = (int32_t)w[{GROUP + 2 * kp} + c];
+            /* the stream's offset form undone: A's bytes ^ 0x80, A's start - 256 bias_B */
+            const uint32_t flip = (c & 1) ? 0u : 0x00800080u;
             for (int j = 0; j < {npx}; j++) {{
-                uint32_t acc = w[c];
+                uint32_t acc = (c & 1) ? w[c] : w[c] - 256u * w[c + 1];
                 for (int k = 0; k < {kp}; k++) {{
                     const int16_t *xj = x + j * {cin} + 2 * k;
                     const int32_t x0 = xj[0], x1 = 2 * k + 1 < {cin} ? xj[1] : 0;
-                    const uint32_t word = w[{GROUP} + k * 2 + c / 2];
+                    const uint32_t word = w[{GROUP} + k * 2 + c / 2] ^ flip;
                     acc += (uint32_t)(x0 * (int8_t)(word >> (8 * (c & 1))))
                         + (uint32_t)(x1 * (int8_t)(word >> (16 + 8 * (c & 1))));
                 }}
@@ -330,14 +365,42 @@ def _row_fn(g: Geometry, two: bool) -> str:
 }}"""
 
 
+SUM_UNROLL = 32  # input words summed by straight code per pixel; more: a loop
+
+
+def _sums_c(cin: int, two: bool) -> str:
+    """C setting sa (sb) to 128 x the sum of pixel a's (b's) elements: one SMLAD by
+    (128, 128) per word, in locals (sa and sb are memory operands of the asm)."""
+    words = cin // 2
+    out = []
+    for j, sv in enumerate(["sa", "sb"][:2 if two else 1]):
+        t = f"t{sv[1]}"
+        base = f"x + {j * cin}"
+        out.append(f"    int32_t {t} = 0;")
+        step = f"{t} = edgenn_smlad(edgenn_s16_load32({base} + 2 * i), 0x00800080u, {t});"
+        if words <= SUM_UNROLL:
+            out += [f"    {step.replace('2 * i', str(2 * i))}" for i in range(words)]
+        else:
+            out.append(f"    for (int i = 0; i < {words}; i++) {step}")
+        if cin % 2:
+            out.append(f"    {t} += 128 * (int32_t)x[{j * cin + cin - 1}];")
+        out.append(f"    {sv} = (uint32_t){t};")
+    return "\n".join(out)
+
+
 def folded_stream(words: np.ndarray, quant: np.ndarray, kp: int) -> np.ndarray:
-    """The FOLDED row kernel's stream: per group [4 biases, its 2 kp weight words, 4 m']."""
+    """The FOLDED row kernel's stream: per group [KA0, bias1, KA2, bias3, its 2 kp offset
+    weight words, 4 m'], KA = bias_A + 256 bias_B (mod 2^32): with the initial sum
+    KA - 128 sum(x), accA - (accB << 8) is bias_A + dot_A (:func:`_pair`'s offset form)."""
     groups = words.size // (2 * kp)
-    rec = quant.reshape(-1, 4)[:GROUP * groups].view(np.uint32)
-    out = [np.concatenate([rec[GROUP * i:GROUP * (i + 1), 0],
-                           words[2 * kp * i:2 * kp * (i + 1)],
-                           rec[GROUP * i:GROUP * (i + 1), 1]]) for i in range(groups)]
-    return np.concatenate(out).astype(np.uint32)
+    rec = quant.reshape(-1, 4)[:GROUP * groups].astype(np.int64)
+    bias = rec[:, 0].reshape(groups, 2, 2)  # [group][channel pair][A, B]
+    start = bias.copy()
+    start[:, :, 0] = bias[:, :, 0] + 256 * bias[:, :, 1]
+    start = (start.reshape(groups, GROUP) % 2**32).astype(np.uint32)
+    mult = (rec[:, 1].reshape(groups, GROUP) % 2**32).astype(np.uint32)
+    offset = words.reshape(groups, 2 * kp) ^ np.uint32(0x00800080)
+    return np.concatenate([start, offset, mult], axis=1).astype(np.uint32).ravel()
 
 
 def _stores(g: Geometry, nch: int, two: bool) -> str:
