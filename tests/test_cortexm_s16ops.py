@@ -23,7 +23,7 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import pack_weights, wide_records
 from edgenn.backends.cortexm.kernels.conv_transpose_gemm import axis_phases
-from edgenn.backends.cortexm.kernels.pointwise_s16 import group_weights
+from edgenn.backends.cortexm.kernels.pointwise_s16 import PointwiseS16, group_weights
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
@@ -143,6 +143,21 @@ def test_pointwise_s16_matches_ref() -> None:
                          strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), groups=1,
                          activation=act)
               for i, (xs, co, b, act) in enumerate(PW_CASES)]
+    # int64 biases past int32: not foldable into the sum, the one-SMLAL rescale in C
+    for i, xs in enumerate([(1, 3, 3, 12), (1, 2, 2, 5)], start=len(layers)):
+        layer = _conv_like(i, "Conv2D", rng, DType.INT16, xs, (6, 1, 1, xs[3]), DType.INT64,
+                           S16_PW, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                           groups=1, activation=Activation.RELU)
+        big = rng.integers(-2**33, 2**33, 6).astype(np.int64)
+        layer.tensors = [Tensor.const(t.name, big) if t.name == f"b{i}" else t
+                         for t in layer.tensors]
+        layers.append(layer)
+    graph, _ = _merge(layers)
+    comments = [PointwiseS16().prepare(la.node, graph, get_core("cortex-m4")).comment
+                for la in layers]
+    assert sum("one-SMMULR" in c for c in comments) >= 3  # every rescale form is exercised
+    assert sum("one-SMLAL" in c for c in comments) >= 1
+    assert sum("wrapping" in c for c in comments) >= 2
     _check(layers)
 
 
@@ -310,7 +325,7 @@ def test_axis_phases_cover_exactly_the_scatter(out: int, stride: int, k: int, di
 def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
     """Random layers of one kind (some the kernel refuses: those are dropped)."""
     out: list[Layer] = []
-    kernels = {"conv": S16_CONV, "dw": "edgenn_dwconv_s16_gen_dsp",
+    kernels = {"conv": S16_CONV, "pw": S16_PW, "dw": "edgenn_dwconv_s16_gen_dsp",
                "tconv16": "edgenn_tconv_s16_gemm_dsp", "tconv8": "edgenn_tconv_s8_gemm_dsp"}
     for i in range(n):
         kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
@@ -325,6 +340,11 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
         if kind == "conv":
             ci, co = int(rng.integers(1, 20)), int(rng.integers(1, 20))
             layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, kh, kw, ci),
+                               bias, kernels[kind], groups=1, **common)
+        elif kind == "pw":
+            ci, co = int(rng.integers(1, 80)), int(rng.integers(1, 20))
+            common.update(strides=(1, 1), pads=(0, 0, 0, 0))
+            layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, 1, 1, ci),
                                bias, kernels[kind], groups=1, **common)
         elif kind == "dw":
             c = 4 * int(rng.integers(1, 7))
@@ -346,9 +366,9 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
 
 @needs_arm
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8"])
+@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8", "pw"])
 def test_random_layers_match_ref(kind: str) -> None:
-    seed = ["conv", "dw", "tconv16", "tconv8"].index(kind) + 40
+    seed = ["conv", "dw", "tconv16", "tconv8", "pw"].index(kind) + 40
     layers = _random_layers(np.random.default_rng(seed), kind, 40)
     graph, _ = _merge(layers)
     core = get_core("cortex-m4")

@@ -1,21 +1,29 @@
 """Fast 16x8 pointwise Conv2D (1x1, stride 1, no padding, one group; int16 activations, int8
 weights) for DSP cores, generated for the layer's shape; bit-exact with TFLite Micro's int16
-``ConvPerChannel`` like ``conv_s16_gemm``, which it takes over from for these layers.
+``ConvPerChannel`` like ``conv_s16_gemm``, which it takes over from for these layers (the gemm
+kernel copies a patch per pixel first).
 
 The block is the int8 pointwise kernel's (``pointwise``): 2 output pixels x 4 channels = 8
 accumulators per k pair, pixels read straight from the input. No widening is needed: one
-32-bit load of an int16 pixel gives the SMLAD operand (x[k], x[k + 1]). The weights stay int8
-in flash, reordered at build time so that each word holds, for a k pair and a channel pair
-(A, B), the bytes ``wA[k], wB[k], wA[k + 1], wB[k + 1]``: SXTB16 gives A's pair, SXTB16
-ROR 8 B's. Per k pair: 3 loads (x of both pixels, one weight word), 2 SXTB16, 4 SMLAD, one
-more weight word (a lone load: the 14 registers are all taken), 2 SXTB16, 4 SMLAD = 18 cycles
-for 16 MACs; the gemm kernel copies a patch per pixel first. An odd K's last pair is one
-LDRH (its weight bytes of the pad element are 0). An odd pixel count runs its last pixel in
-1 x 4 blocks (11 cycles per 8 MACs).
+32-bit load of an int16 pixel gives the SMLAD operand (x[k], x[k + 1]); an odd K's last
+element is one LDRH (its pad weights are 0). The weights stay int8 in flash, reordered at
+build time so that each word holds, for a k pair and a channel pair (A, B), the bytes
+``wA[k], wB[k], wA[k + 1], wB[k + 1]`` (SXTB16 gives A's pair, SXTB16 ROR 8 B's).
 
-The sums and the rescale are ``conv_s16_gemm``'s (``rescale``: TFLite's wrapping int32 sum
-started at the int32 bias, or the bound-checked int32 sum of an int64 bias with one SMLAL),
-and so is the per-output epilogue C (``_epilogue_fn``): requantization is written once.
+Two forms, by the layer's rescale (``conv_s16_gemm.rescale``, requantization written once):
+
+* FOLDED (:func:`fold`: an int64 bias whose sum with any accumulator stays int32, the usual
+  case): the sum starts at the bias and one SMMULR rescales it. Every channel group of a
+  pixel pair runs in one asm statement (:func:`_row_fn`) from one stream per group
+  [starts, weights, multipliers]; the weights are in the int8 kernel's offset form (A's bytes
+  + 128: the raw word multiplies by 256 wB + wA + 128, its SXTB16 ROR 8 by wB), so a k pair
+  is 4 loads, 2 SXTB16 and 8 SMLAD = 15 cycles for 16 MACs, and 128 x each pixel's sum
+  (computed once per pixel pair) leaves the even channels' start values.
+* otherwise (TFLite's wrapping int32 sum of an int32 bias, or the one-SMLAL form of a wide
+  one): the sums of a group in asm (:func:`_block_fn`: 18 cycles per k pair, SXTB16 of both
+  halves) and ``conv_s16_gemm``'s per-output epilogue C.
+
+An odd pixel count runs its last pixel in 1 x 4 blocks.
 """
 
 from __future__ import annotations
@@ -168,59 +176,23 @@ def _kloop(cin: int, two: bool, seed: bool = False) -> list[str]:
     return lines
 
 
-def _epilogue_asm(g: Geometry, nch: int, two: bool) -> list[str]:
-    """The FOLDED rescale in the block's asm: per channel one record load, SMMULR, SSAT 16
-    (USAT 15 for a plain ReLU), the bounds inside int16 from registers, STRH; xp and wp then
-    hold the output and record pointers (the C moves w on by itself)."""
-    lines = ["ldr %[xp], %[om]", "ldr %[wp], %[rm]"]
-    relu = g.lo == 0 and g.hi >= 32767
-    lo = g.lo > -32768 and not relu
-    hi = g.hi < 32767
-    if lo:
-        lines += [f"movw %[xa], #{g.lo & 0xFFFF}", f"movt %[xa], #{(g.lo >> 16) & 0xFFFF}"]
-    if hi:
-        lines += [f"movw %[v], #{g.hi & 0xFFFF}", f"movt %[v], #{(g.hi >> 16) & 0xFFFF}"]
-    for c in range(nch):
-        lines.append(f"ldr %[u], [%[wp], #{16 * c + 4}]")
-        regs = [(f"%[a{c}]", 2 * c)] + ([(f"%[b{c}]", 2 * (g.out_c + c))] if two else [])
-        for reg, _ in regs:
-            lines.append(f"smmulr {reg}, {reg}, %[u]")
-        for reg, off in regs:
-            lines.append(f"usat {reg}, #15, {reg}" if relu else f"ssat {reg}, #16, {reg}")
-            if lo:
-                lines += [f"cmp {reg}, %[xa]", "it lt", f"movlt {reg}, %[xa]"]
-            if hi:
-                lines += [f"cmp {reg}, %[v]", "it gt", f"movgt {reg}, %[v]"]
-            lines.append(f"strh {reg}, [%[xp], #{off}]")
-    return [_q(x) for x in lines]
-
-
-def _block_fn(g: Geometry, two: bool, nch: int | None) -> str:
-    """@P@_blk2 / @P@_blk1 (``_<nch>`` with the FOLDED epilogue for nch channels): the sums
-    of one channel group for 2 (1) pixels at x, into acc or (FOLDED) rescaled into o."""
+def _block_fn(g: Geometry, two: bool) -> str:
+    """@P@_blk2 / @P@_blk1: the sums of one channel group for 2 (1) pixels at x, into acc
+    (the layers whose rescale stays ``conv_s16_gemm``'s C)."""
     cin = g.in_c
     accs = ["a0", "a1", "a2", "a3"] + (["b0", "b1", "b2", "b3"] if two else [])
-    name = ("blk2" if two else "blk1") + ("" if nch is None else f"_{nch}")
+    name = "blk2" if two else "blk1"
     kp = (cin + 1) // 2
     looped = kp > KP_UNROLL
-    lines = _kloop(cin, two) + ([] if nch is None else _epilogue_asm(g, nch, two))
-    asm = "\n        ".join(lines)
+    asm = "\n        ".join(_kloop(cin, two))
     init = "\n".join(f"    int32_t {a} = r[{4 * int(a[1])}];" for a in accs)
     outs = ", ".join(f'[{a}] "+r"({a})' for a in accs)
     outs += ', [xp] "+r"(xp), [wp] "+r"(wp), [xa] "=&r"(xa), [u] "=&r"(u), [v] "=&r"(v)'
     if two:
         outs += ', [xb] "=&r"(xb)'
-    ins = (['[end] "m"(end)'] if looped else []) + (
-        [] if nch is None else ['[om] "m"(o)', '[rm] "m"(r)'])
+    ins = ['[end] "m"(end)'] if looped else []
     npx = 2 if two else 1
-    if nch is None:
-        after = "\n".join(f"    acc[{i}] = {a};" for i, a in enumerate(accs))
-        c_out = ""
-    else:
-        after = "    (void)acc;" + "".join(f" (void){a};" for a in accs)
-        c_out = "\n".join(
-            f"    o[{j * g.out_c + c}] = @P@_out(acc[{GROUP * j + c}], r + {4 * c}, 0);"
-            for j in range(npx) for c in range(nch))
+    after = "\n".join(f"    acc[{i}] = {a};" for i, a in enumerate(accs))
     fallback = f"""    for (int j = 0; j < {GROUP * npx}; j++) acc[j] = r[4 * (j % {GROUP})];
     for (int k = 0; k < {kp}; k++) {{
         for (int j = 0; j < {npx}; j++) {{
@@ -234,14 +206,12 @@ def _block_fn(g: Geometry, two: bool, nch: int | None) -> str:
                     + (uint32_t)(x0 * w0) + (uint32_t)(x1 * w1));
             }}
         }}
-    }}
-{c_out}"""
+    }}"""
     end = f"    const int16_t *end = x + {2 * (cin // 2)};\n" if looped else ""
     return f"""static inline __attribute__((always_inline)) void @P@_{name}(const int16_t *x,
-    const uint32_t **wq, const int32_t *r, int32_t *acc, int16_t *o)
+    const uint32_t **wq, const int32_t *r, int32_t *acc)
 {{
     const uint32_t *w = *wq;
-    (void)o;
 #if EDGENN_HAVE_DSP
 {init}
 {end}    const int16_t *xp = x;
@@ -395,9 +365,9 @@ def folded_stream(words: np.ndarray, quant: np.ndarray, kp: int) -> np.ndarray:
     groups = words.size // (2 * kp)
     rec = quant.reshape(-1, 4)[:GROUP * groups].astype(np.int64)
     bias = rec[:, 0].reshape(groups, 2, 2)  # [group][channel pair][A, B]
-    start = bias.copy()
-    start[:, :, 0] = bias[:, :, 0] + 256 * bias[:, :, 1]
-    start = (start.reshape(groups, GROUP) % 2**32).astype(np.uint32)
+    ka = bias.copy()
+    ka[:, :, 0] = bias[:, :, 0] + 256 * bias[:, :, 1]
+    start = (ka.reshape(groups, GROUP) % 2**32).astype(np.uint32)
     mult = (rec[:, 1].reshape(groups, GROUP) % 2**32).astype(np.uint32)
     offset = words.reshape(groups, 2 * kp) ^ np.uint32(0x00800080)
     return np.concatenate([start, offset, mult], axis=1).astype(np.uint32).ravel()
@@ -417,12 +387,9 @@ def generate(g: Geometry, mode: int) -> str:
     cin, co, npix = g.in_c, g.out_c, g.npix
     full, tail = divmod(co, GROUP)
 
-    asm_epi = mode == FOLDED
-
     def call(two: bool, nch: int) -> str:
-        blk = ("blk2" if two else "blk1") + (f"_{nch}" if asm_epi else "")
-        stores = "" if asm_epi else "\n" + _stores(g, nch, two)
-        return f"        @P@_{blk}(x, &w, r, acc, o);{stores}"
+        blk = "blk2" if two else "blk1"
+        return f"        @P@_{blk}(x, &w, r, acc);\n{_stores(g, nch, two)}"
 
     def groups(two: bool) -> str:
         text = ""
@@ -441,9 +408,7 @@ def generate(g: Geometry, mode: int) -> str:
 """
         return text
 
-    nchs = [n for n in (GROUP if full else 0, tail) if n] if asm_epi else [None]
-    blocks = "\n\n".join(_block_fn(g, two, n) for two in (True, False) for n in nchs
-                          if two or npix % 2)
+    blocks = "\n\n".join(_block_fn(g, two) for two in (True, False) if two or npix % 2)
     odd = ""
     if npix % 2:
         odd = f"""    {{
@@ -454,7 +419,7 @@ def generate(g: Geometry, mode: int) -> str:
     const int64_t *b = b0;
 {groups(False)}    }}
 """
-    if asm_epi:
+    if mode == FOLDED:
         odd_call = (f"    @P@_row1(in + {(npix - 1) * cin}, w0, out + {(npix - 1) * co});"
                     if npix % 2 else "")
         return f"""
@@ -475,7 +440,7 @@ static void @P@_conv(const int16_t *in, int16_t *out, const uint32_t *w0,
 """
     return f"""
 /* pointwise_s16: {npix} pixels x {cin} -> {co}, 2x4 SMLAD blocks */
-{_folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
+{_epilogue_fn(mode, g)}
 
 {blocks}
 
