@@ -123,6 +123,15 @@ def test_conv_s16_gemm_matches_ref() -> None:
     _check(layers)
 
 
+def _big_bias(layer: Layer, rng: np.random.Generator) -> Layer:
+    """The layer with an int64 bias beyond int32 (the sum cannot start at it: no FOLDED)."""
+    name = layer.node.inputs[2]
+    co = next(t for t in layer.tensors if t.name == name).shape[0]
+    big = rng.integers(-2**33, 2**33, co).astype(np.int64)
+    layer.tensors = [Tensor.const(name, big) if t.name == name else t for t in layer.tensors]
+    return layer
+
+
 S16_PW = "edgenn_conv_s16_1x1_dsp"
 PW_CASES = [  # x shape, Cout, bias, activation (1x1, stride 1, no padding)
     ((1, 8, 8, 16), 16, DType.INT64, Activation.NONE),
@@ -148,10 +157,7 @@ def test_pointwise_s16_matches_ref() -> None:
         layer = _conv_like(i, "Conv2D", rng, DType.INT16, xs, (6, 1, 1, xs[3]), DType.INT64,
                            S16_PW, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
                            groups=1, activation=Activation.RELU)
-        big = rng.integers(-2**33, 2**33, 6).astype(np.int64)
-        layer.tensors = [Tensor.const(t.name, big) if t.name == f"b{i}" else t
-                         for t in layer.tensors]
-        layers.append(layer)
+        layers.append(_big_bias(layer, rng))
     graph, _ = _merge(layers)
     comments = [PointwiseS16().prepare(la.node, graph, get_core("cortex-m4")).comment
                 for la in layers]
@@ -188,6 +194,10 @@ def test_dwconv_s16_gen_matches_ref() -> None:
                          **{"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0),
                             "groups": xs[3], "activation": Activation.NONE, **attrs})
               for i, (xs, k, b, attrs) in enumerate(DW_CASES)]
+    layers.append(_big_bias(_conv_like(
+        len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
+        "edgenn_dwconv_s16_gen_dsp", strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1),
+        groups=8, activation=Activation.NONE), rng))
     _check(layers)
 
 

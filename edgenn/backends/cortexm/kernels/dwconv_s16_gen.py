@@ -10,7 +10,8 @@ the taps unrolled with immediate offsets; border windows clip the tap rectangle 
 portable kernel does. The four sums go straight to the rescale of ``conv_s16_gemm``
 (TFLite's int32 sum with an int32 bias; for an int64 bias the provably exact int32 sum and
 one SMLAL), so a pixel needs no scratch. Layers whose sums need int64 stay on the portable
-kernel.
+kernel. A layer whose bias plus any sum stays int32 starts its sums at the bias and rescales
+with one SMMULR (``pointwise_s16.fold``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     geometry,
     rescale,
 )
+from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, _folded_fn, fold
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
@@ -104,9 +106,9 @@ def generate(g: Geometry, mode: int) -> str:
     row = g.in_w * c
     taps = [(ky * g.dil_h * row + kx * g.dil_w * c, (ky * g.k_w + kx) * c)
             for ky in range(g.k_h) for kx in range(g.k_w)]
-    # the int32 bias starts the sums in the narrow mode; the wide ones start from 0
-    start = ("        int32_t a0 = r[0], a1 = r[4], a2 = r[8], a3 = r[12];" if mode == NARROW
-             else "        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;")
+    # the bias starts the sums in the narrow and FOLDED modes; the other wide ones start at 0
+    start = ("        int32_t a0 = r[0], a1 = r[4], a2 = r[8], a3 = r[12];"
+             if mode in (NARROW, FOLDED) else "        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;")
     store = """        o[0] = @P@_out(a0, r, b);
         o[1] = @P@_out(a1, r + 4, b + 1);
         o[2] = @P@_out(a2, r + 8, b + 2);
@@ -114,7 +116,7 @@ def generate(g: Geometry, mode: int) -> str:
     return f"""
 /* dwconv_s16_gen: {g.in_h}x{g.in_w}x{c} -> {g.out_h}x{g.out_w}, {g.k_h}x{g.k_w},
  * stride {g.stride_h},{g.stride_w}, dilation {g.dil_h},{g.dil_w} */
-{_epilogue_fn(mode, g)}
+{_folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
 
 /* all channels of an interior pixel (p: the window's first tap, channel 0) */
 static inline __attribute__((always_inline)) void @P@_inner(const int16_t *in_all,
@@ -207,6 +209,7 @@ class DwConvS16Gen:
         p = prepare_conv_s16(node, graph)
         g = geometry(p)
         mode, quant, code = rescale(p)
+        mode, quant = fold(p, mode, quant)  # the bias in the sum, one SMMULR (pointwise_s16)
         # [Cout, KH, KW, 1] -> [KH, KW, Cout], each run of 4 channels in pair order
         w = pair_order(np.ascontiguousarray(
             p.w[..., 0].transpose(1, 2, 0).astype(np.int8)))
