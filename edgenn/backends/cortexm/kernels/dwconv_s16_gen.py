@@ -35,7 +35,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     geometry,
     rescale,
 )
-from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, _folded_fn, fold
+from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, folded_fn, fold
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
@@ -186,7 +186,7 @@ def generate(g: Geometry, mode: int) -> str:
     return f"""
 /* dwconv_s16_gen: {g.in_h}x{g.in_w}x{c} -> {g.out_h}x{g.out_w}, {g.k_h}x{g.k_w},
  * stride {g.stride_h},{g.stride_w}, dilation {g.dil_h},{g.dil_w} */
-{_folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
+{folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
 
 /* all channels of an interior pixel (p: the window's first tap, channel 0) */
 static inline __attribute__((always_inline)) void @P@_inner(const int16_t *in_all,

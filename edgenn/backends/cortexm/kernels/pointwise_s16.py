@@ -92,7 +92,7 @@ def fold(p: ConvS16Params, mode: int, quant: np.ndarray) -> tuple[int, np.ndarra
     return FOLDED, rec.ravel()
 
 
-def _folded_fn(g: Geometry) -> str:
+def folded_fn(g: Geometry) -> str:
     """@P@_out of the FOLDED mode (the bias is already in the sum)."""
     lines = ["    int32_t v = edgenn_smmulr(acc, r[1]);", *_clamp("v", g)]
     return ("static inline __attribute__((always_inline)) int16_t @P@_out(int32_t acc, "
@@ -424,7 +424,7 @@ def generate(g: Geometry, mode: int) -> str:
                     if npix % 2 else "")
         return f"""
 /* pointwise_s16: {npix} pixels x {cin} -> {co}, 2x4 SMLAD blocks, FOLDED rescale in asm */
-{_folded_fn(g)}
+{folded_fn(g)}
 
 {_row_fn(g, True)}
 
