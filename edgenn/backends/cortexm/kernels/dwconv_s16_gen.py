@@ -35,7 +35,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     geometry,
     rescale,
 )
-from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, folded_fn, fold
+from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
