@@ -23,6 +23,7 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import pack_weights, wide_records
 from edgenn.backends.cortexm.kernels.conv_transpose_gemm import axis_phases
+from edgenn.backends.cortexm.kernels.pointwise_s16 import PointwiseS16, group_weights
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.ir import Activation, DType, Graph, Node, QuantParams, Tensor
@@ -100,13 +101,13 @@ S16_CONV = "edgenn_conv_s16_gemm_dsp"
 CONV_CASES = [  # x shape, w shape, bias, attrs
     ((1, 16, 16, 3), (16, 3, 3, 3), DType.INT64,
      dict(strides=(2, 2), pads=(0, 0, 1, 1), activation=Activation.RELU6)),
-    ((1, 8, 8, 16), (16, 1, 1, 16), DType.INT64, {}),
+    ((1, 8, 8, 16), (16, 1, 1, 16), DType.INT64, dict(strides=(2, 2))),  # 1x1, strided
     ((1, 1, 64, 4), (8, 1, 7, 4), DType.INT64, dict(pads=(0, 3, 0, 3))),
     ((1, 1, 20, 8), (7, 1, 3, 8), DType.INT64,
      dict(dilations=(1, 3), pads=(0, 3, 0, 3), activation=Activation.RELU)),
     ((1, 5, 7, 5), (3, 3, 2, 5), DType.INT32,
      dict(strides=(2, 1), pads=(1, 0, 2, 1), activation=Activation.RELU_N1_TO_1)),
-    ((1, 2, 1, 3), (5, 1, 1, 3), None, {}),
+    ((1, 2, 1, 3), (5, 1, 1, 3), None, dict(pads=(0, 0, 1, 0))),  # 1x1, padded
     ((1, 6, 5, 7), (9, 2, 3, 7), DType.INT64, dict(dilations=(2, 1), pads=(1, 2, 0, 1))),
     ((1, 4, 4, 40), (6, 3, 3, 40), DType.INT64, dict(pads=(1, 1, 1, 1))),  # K = 360: row loop
 ]
@@ -120,6 +121,60 @@ def test_conv_s16_gemm_matches_ref() -> None:
                             "groups": 1, "activation": Activation.NONE, **attrs})
               for i, (xs, ws, b, attrs) in enumerate(CONV_CASES)]
     _check(layers)
+
+
+def _big_bias(layer: Layer, rng: np.random.Generator) -> Layer:
+    """The layer with an int64 bias beyond int32 (the sum cannot start at it: no FOLDED)."""
+    name = layer.node.inputs[2]
+    co = next(t for t in layer.tensors if t.name == name).shape[0]
+    big = rng.integers(-2**33, 2**33, co).astype(np.int64)
+    layer.tensors = [Tensor.const(name, big) if t.name == name else t for t in layer.tensors]
+    return layer
+
+
+S16_PW = "edgenn_conv_s16_1x1_dsp"
+PW_CASES = [  # x shape, Cout, bias, activation (1x1, stride 1, no padding)
+    ((1, 8, 8, 16), 16, DType.INT64, Activation.NONE),
+    ((1, 5, 5, 16), 16, DType.INT32, Activation.RELU6),  # odd pixel count
+    ((1, 3, 5, 7), 5, DType.INT64, Activation.RELU),  # odd Cin, odd Cout
+    ((1, 1, 1, 3), 9, None, Activation.NONE),  # one pixel, Cin < 4
+    ((1, 2, 3, 10), 3, DType.INT32, Activation.RELU_N1_TO_1),  # Cout < 4, Cin % 4 == 2
+    ((1, 3, 3, 130), 6, DType.INT64, Activation.NONE),  # 65 k pairs: the chunk loop
+    ((1, 2, 2, 131), 7, DType.INT32, Activation.RELU),  # chunk loop + odd Cin
+    ((1, 4, 4, 64), 24, DType.INT64, Activation.RELU6),
+]
+
+
+@needs_arm
+def test_pointwise_s16_matches_ref() -> None:
+    rng = np.random.default_rng(26)
+    layers = [_conv_like(i, "Conv2D", rng, DType.INT16, xs, (co, 1, 1, xs[3]), b, S16_PW,
+                         strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), groups=1,
+                         activation=act)
+              for i, (xs, co, b, act) in enumerate(PW_CASES)]
+    # int64 biases past int32: not foldable into the sum, the one-SMLAL rescale in C
+    for i, xs in enumerate([(1, 3, 3, 12), (1, 2, 2, 5)], start=len(layers)):
+        layer = _conv_like(i, "Conv2D", rng, DType.INT16, xs, (6, 1, 1, xs[3]), DType.INT64,
+                           S16_PW, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0),
+                           groups=1, activation=Activation.RELU)
+        layers.append(_big_bias(layer, rng))
+    graph, _ = _merge(layers)
+    comments = [PointwiseS16().prepare(la.node, graph, get_core("cortex-m4")).comment
+                for la in layers]
+    assert sum("one-SMMULR" in c for c in comments) >= 3  # every rescale form is exercised
+    assert sum("one-SMLAL" in c for c in comments) >= 1
+    assert sum("wrapping" in c for c in comments) >= 2
+    _check(layers)
+
+
+def test_group_weights_order_blocks_by_k_pair() -> None:
+    w = np.arange(5 * 3, dtype=np.int64).reshape(5, 3).astype(np.int8)  # Cout 5, K 3
+    words = group_weights(w).reshape(2, 2, 2)  # [group][k pair][channel pair]
+    byte = lambda v, i: (int(v) >> (8 * i)) & 0xFF  # noqa: E731
+    assert [byte(words[0, 1, 1], i) for i in range(4)] == [w[2, 2], w[3, 2], 0, 0]
+    assert [byte(words[0, 0, 0], i) for i in range(4)] == [w[0, 0], w[1, 0], w[0, 1], w[1, 1]]
+    assert [byte(words[1, 0, 0], i) for i in range(4)] == [w[4, 0], 0, w[4, 1], 0]
+    assert not words[1, :, 1].any()
 
 
 DW_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1)
@@ -139,6 +194,10 @@ def test_dwconv_s16_gen_matches_ref() -> None:
                          **{"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0),
                             "groups": xs[3], "activation": Activation.NONE, **attrs})
               for i, (xs, k, b, attrs) in enumerate(DW_CASES)]
+    layers.append(_big_bias(_conv_like(
+        len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
+        "edgenn_dwconv_s16_gen_dsp", strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1),
+        groups=8, activation=Activation.NONE), rng))
     _check(layers)
 
 
@@ -276,7 +335,7 @@ def test_axis_phases_cover_exactly_the_scatter(out: int, stride: int, k: int, di
 def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
     """Random layers of one kind (some the kernel refuses: those are dropped)."""
     out: list[Layer] = []
-    kernels = {"conv": S16_CONV, "dw": "edgenn_dwconv_s16_gen_dsp",
+    kernels = {"conv": S16_CONV, "pw": S16_PW, "dw": "edgenn_dwconv_s16_gen_dsp",
                "tconv16": "edgenn_tconv_s16_gemm_dsp", "tconv8": "edgenn_tconv_s8_gemm_dsp"}
     for i in range(n):
         kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
@@ -291,6 +350,11 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
         if kind == "conv":
             ci, co = int(rng.integers(1, 20)), int(rng.integers(1, 20))
             layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, kh, kw, ci),
+                               bias, kernels[kind], groups=1, **common)
+        elif kind == "pw":
+            ci, co = int(rng.integers(1, 80)), int(rng.integers(1, 20))
+            common.update(strides=(1, 1), pads=(0, 0, 0, 0))
+            layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, 1, 1, ci),
                                bias, kernels[kind], groups=1, **common)
         elif kind == "dw":
             c = 4 * int(rng.integers(1, 7))
@@ -312,9 +376,9 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
 
 @needs_arm
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8"])
+@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8", "pw"])
 def test_random_layers_match_ref(kind: str) -> None:
-    seed = ["conv", "dw", "tconv16", "tconv8"].index(kind) + 40
+    seed = ["conv", "dw", "tconv16", "tconv8", "pw"].index(kind) + 40
     layers = _random_layers(np.random.default_rng(seed), kind, 40)
     graph, _ = _merge(layers)
     core = get_core("cortex-m4")

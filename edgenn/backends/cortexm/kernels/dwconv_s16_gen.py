@@ -7,10 +7,12 @@ the four int8 weights in pair order (``conv_s16.pair_order``: bytes w0 w2 w1 w3)
 SXTB16 ROR 8 widen them to (w0, w1) (w2, w3), and SMLABB / SMLATT add the four products
 (each channel has its own sum, so no dual MAC applies). Windows wholly inside the input run
 the taps unrolled with immediate offsets; border windows clip the tap rectangle as the
-portable kernel does. The four sums go straight to the rescale of ``conv_s16_gemm``
+portable kernel does, and each distinct clipped rectangle (at most MAX_RECTS of them) gets
+its taps unrolled the same way. The four sums go straight to the rescale of ``conv_s16_gemm``
 (TFLite's int32 sum with an int32 bias; for an int64 bias the provably exact int32 sum and
 one SMLAL), so a pixel needs no scratch. Layers whose sums need int64 stay on the portable
-kernel.
+kernel. A layer whose bias plus any sum stays int32 starts its sums at the bias and rescales
+with one SMMULR (``pointwise_s16.fold``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     geometry,
     rescale,
 )
+from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
@@ -62,14 +65,16 @@ def _q(text: str) -> str:
     return '"' + text + '\\n\\t"'
 
 
-def _quad_asm(g: Geometry) -> str:
-    """The interior window's taps of one 4-channel group as one asm statement: 3 loads
-    (pipelined), 2 SXTB16, 4 SMLABB / SMLATT per tap; immediate offsets within a kernel
-    row, the row pointers stepped between rows by ADDW)."""
+def _quad_asm(g: Geometry, rect: tuple[int, int, int, int] | None = None) -> str:
+    """The window's taps of one 4-channel group as one asm statement: 3 loads (pipelined),
+    2 SXTB16, 4 SMLABB / SMLATT per tap; immediate offsets within a kernel row, the row
+    pointers stepped between rows by ADDW. ``rect`` (ky0, ky1, kx0, kx1): only those taps
+    (a border window; p and wp then point at tap (ky0, kx0))."""
     c = g.out_c
+    ky0, ky1, kx0, kx1 = rect or (0, g.k_h, 0, g.k_w)
     lines = []
-    for ky in range(g.k_h):
-        for kx in range(g.k_w):
+    for ky in range(ky0, ky1):
+        for kx in range(kx1 - kx0):
             xo, wo = 2 * kx * g.dil_w * c, kx * c
             lines += [_q(f"ldr %[x01], [%[p], #{xo}]"), _q(f"ldr %[x23], [%[p], #{xo + 4}]"),
                       _q(f"ldr %[q], [%[wp], #{wo}]"), _q("sxtb16 %[wl], %[q]"),
@@ -78,7 +83,7 @@ def _quad_asm(g: Geometry) -> str:
                       _q("smlatt %[a1], %[x01], %[wl], %[a1]"),
                       _q("smlabb %[a2], %[x23], %[wh], %[a2]"),
                       _q("smlatt %[a3], %[x23], %[wh], %[a3]")]
-        if ky + 1 < g.k_h:
+        if ky + 1 < ky1:
             lines += [_q(f"addw %[p], %[p], #{2 * g.dil_h * g.in_w * c}"),
                       _q(f"addw %[wp], %[wp], #{g.k_w * c}")]
     body = "\n            ".join(lines)
@@ -99,14 +104,81 @@ def asm_fits(g: Geometry) -> bool:
             and 2 * g.dil_h * g.in_w * c <= 4095 and g.k_w * c <= 4095)
 
 
+MAX_RECTS = 16  # border rectangles with their own unrolled code; more: the generic loop
+
+
+def _ranges(n_out: int, stride: int, pad: int, k: int, dil: int, n_in: int
+            ) -> list[tuple[int, int]]:
+    """(k0, k1) of the in-bounds taps of every output position along one axis."""
+    out = []
+    for o in range(n_out):
+        i0 = o * stride - pad
+        ks = [t for t in range(k) if 0 <= i0 + t * dil < n_in]
+        out.append((ks[0], ks[-1] + 1) if ks else (0, 0))
+    return out
+
+
+def border_rects(g: Geometry) -> list[tuple[int, int, int, int]]:
+    """The distinct non-empty, non-full tap rectangles of the layer's border windows, when
+    few enough to unroll each (else [])."""
+    ys = set(_ranges(g.out_h, g.stride_h, g.pad_t, g.k_h, g.dil_h, g.in_h))
+    xs = set(_ranges(g.out_w, g.stride_w, g.pad_l, g.k_w, g.dil_w, g.in_w))
+    rects = sorted({(y0, y1, x0, x1) for y0, y1 in ys for x0, x1 in xs
+                    if y1 > y0 and x1 > x0 and (y0, y1, x0, x1) != (0, g.k_h, 0, g.k_w)})
+    return rects if len(rects) <= MAX_RECTS else []
+
+
+def _rect_fns(g: Geometry, start: str, store: str, rects: list[tuple[int, int, int, int]]
+              ) -> str:
+    """@P@_rect<i>: all channels of a border pixel whose taps are rects[i], unrolled."""
+    c = g.out_c
+    out = []
+    for i, rect in enumerate(rects):
+        y0, y1, x0, x1 = rect
+        taps = [((ky - y0) * g.dil_h * g.in_w * c + (kx - x0) * g.dil_w * c,
+                 ((ky - y0) * g.k_w + kx - x0) * c)
+                for ky in range(y0, y1) for kx in range(x0, x1)]
+        out.append(f"""static void @P@_rect{i}(const int16_t *p0, const int8_t *w0,
+    const int32_t *r, const int64_t *b, int16_t *o)
+{{
+    for (int c = 0; c < {c}; c += 4, r += 16, b += 4, o += 4) {{
+        const int16_t *p = p0 + c;
+        const int8_t *wp = w0 + c;
+{start}
+#if EDGENN_HAVE_DSP
+{_quad_asm(g, rect)}
+#else
+{_quad(taps, "        ")}
+#endif
+{store}
+    }}
+}}""")
+    return "\n\n".join(out)
+
+
+def _edge_call(g: Geometry, rects: list[tuple[int, int, int, int]]) -> str:
+    """C calling the border pixel's code: its rectangle's unrolled function, else @P@_edge."""
+    src = (f"in + ((iy0 + ky0 * {g.dil_h}) * {g.in_w} + ix0 + kx0 * {g.dil_w}) * {g.out_c}")
+    wsrc = f"w + (ky0 * {g.k_w} + kx0) * {g.out_c}"
+    generic = f"@P@_edge({src}, {wsrc}, r, b, o, ky1 - ky0, kx1 - kx0);"
+    if not rects:
+        return "            " + generic
+    cases = "\n".join(
+        f"            if (ky0 == {y0} && ky1 == {y1} && kx0 == {x0} && kx1 == {x1}) "
+        f"{{ @P@_rect{i}({src}, {wsrc}, r, b, o); continue; }}"
+        for i, (y0, y1, x0, x1) in enumerate(rects))
+    return cases + "\n            " + generic
+
+
 def generate(g: Geometry, mode: int) -> str:
     c = g.out_c
     row = g.in_w * c
     taps = [(ky * g.dil_h * row + kx * g.dil_w * c, (ky * g.k_w + kx) * c)
             for ky in range(g.k_h) for kx in range(g.k_w)]
-    # the int32 bias starts the sums in the narrow mode; the wide ones start from 0
-    start = ("        int32_t a0 = r[0], a1 = r[4], a2 = r[8], a3 = r[12];" if mode == NARROW
-             else "        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;")
+    # the bias starts the sums in the narrow and FOLDED modes; the other wide ones start at 0
+    start = ("        int32_t a0 = r[0], a1 = r[4], a2 = r[8], a3 = r[12];"
+             if mode in (NARROW, FOLDED) else "        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;")
+    rects = border_rects(g)
     store = """        o[0] = @P@_out(a0, r, b);
         o[1] = @P@_out(a1, r + 4, b + 1);
         o[2] = @P@_out(a2, r + 8, b + 2);
@@ -114,7 +186,7 @@ def generate(g: Geometry, mode: int) -> str:
     return f"""
 /* dwconv_s16_gen: {g.in_h}x{g.in_w}x{c} -> {g.out_h}x{g.out_w}, {g.k_h}x{g.k_w},
  * stride {g.stride_h},{g.stride_w}, dilation {g.dil_h},{g.dil_w} */
-{_epilogue_fn(mode, g)}
+{folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
 
 /* all channels of an interior pixel (p: the window's first tap, channel 0) */
 static inline __attribute__((always_inline)) void @P@_inner(const int16_t *in_all,
@@ -133,6 +205,8 @@ static inline __attribute__((always_inline)) void @P@_inner(const int16_t *in_al
 {store}
     }}
 }}
+
+{_rect_fns(g, start, store, rects)}
 
 /* a border pixel: the nky x nkx rectangle of in-bounds taps from p0 / w0 */
 static void @P@_edge(const int16_t *p0, const int8_t *w0, const int32_t *r,
@@ -173,8 +247,7 @@ static void @P@_dw(const int16_t *in, int16_t *out, const int8_t *w, const int32
                 @P@_edge(in, w, r, b, o, 0, 0);
                 continue;
             }}
-            @P@_edge(in + ((iy0 + ky0 * {g.dil_h}) * {g.in_w} + ix0 + kx0 * {g.dil_w}) * {c},
-                     w + (ky0 * {g.k_w} + kx0) * {c}, r, b, o, ky1 - ky0, kx1 - kx0);
+{_edge_call(g, rects)}
         }}
     }}
 }}
@@ -207,6 +280,7 @@ class DwConvS16Gen:
         p = prepare_conv_s16(node, graph)
         g = geometry(p)
         mode, quant, code = rescale(p)
+        mode, quant = fold(p, mode, quant)  # the bias in the sum, one SMMULR (pointwise_s16)
         # [Cout, KH, KW, 1] -> [KH, KW, Cout], each run of 4 channels in pair order
         w = pair_order(np.ascontiguousarray(
             p.w[..., 0].transpose(1, 2, 0).astype(np.int8)))
