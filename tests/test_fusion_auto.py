@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -113,16 +114,22 @@ def test_auto_picks_the_faster_plan(monkeypatch: pytest.MonkeyPatch, fused_cycle
     assert ("fused" if want_fused else "layer by layer") in report.lines()[1]
 
 
-def test_chain_with_only_the_ring_kernel_is_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A chain whose fused form would be the ring kernel (the row windows cannot take it) is
-    no candidate without a budget: one build, the report says why; with a budget it is."""
+@pytest.mark.parametrize("plan", [
+    None,  # the row windows cannot take the chain: its fused form is the ring kernel
+    SimpleNamespace(members=(SimpleNamespace(wide=False), SimpleNamespace(wide=False))),
+])
+def test_chain_that_cannot_be_faster_is_not_measured(monkeypatch: pytest.MonkeyPatch,
+                                                     plan: object) -> None:
+    """A chain whose fused form runs only the per-layer kernels (no member on an int16 row
+    window) or the ring kernel is no candidate without a budget: one build, the report says
+    why; with a budget it is one (it may be the smallest arena)."""
     g = load_model(MODEL_A)
     built = fake_builds(monkeypatch, {"conv1": 400, "conv2": 600}, 900, (3000, 2000))
-    monkeypatch.setattr(fusion_auto, "plan_rows", lambda *args: None)
+    monkeypatch.setattr(fusion_auto, "plan_rows", lambda *args: plan)
     exe = compile_model(g, target=CORE, fuse="auto")
     assert len(built) == 1
     assert not any(n.op == "FusedConvChain" for n in exe.graph.nodes)
-    assert "1 chain(s) would run the ring kernel only" in exe.fusion_report.lines()[0]
+    assert "1 chain(s) would run their per-layer kernels fused" in exe.fusion_report.lines()[0]
     built.clear()
     exe = compile_model(g, target=CORE, fuse="auto", ram_budget=2500)
     assert len(built) == 2 and any(n.op == "FusedConvChain" for n in exe.graph.nodes)

@@ -93,13 +93,15 @@ class AutoFusionReport:
     built_cycles: int | None = None
     # the all-fused figures are its fast code's, over the flash budget (a best case)
     fused_best_case: bool = False
-    # chains left out unmeasured: their fused form is the ring kernel (``_row_windowed``)
-    ring_only: int = 0
+    # chains left out unmeasured: their fused form runs the per-layer kernels or the ring
+    # kernel, never faster (``_may_be_faster``)
+    unmeasured: int = 0
 
     def lines(self) -> list[str]:
         if self.fused is None:
-            why = (f"{self.ring_only} chain(s) would run the ring kernel only (not measured "
-                   "without --ram-budget / --latency-bound)" if self.ring_only
+            why = (f"{self.unmeasured} chain(s) would run their per-layer kernels fused (never "
+                   "faster; not measured without --ram-budget / --latency-bound)"
+                   if self.unmeasured
                    else "no fusable chain")
             return [f"fuse auto: {why}: layer by layer, arena "
                     f"{self.unfused.arena_bytes:,} B ({self.builds} firmware build)"]
@@ -123,9 +125,9 @@ class AutoFusionReport:
             lines.append(f"  chain layers {c.first}-{c.last}: fused {c.fused_cycles:,} vs "
                          f"layer by layer {c.unfused_cycles:,} cycles ({100 * change:+.1f}%): "
                          f"{verdict}")
-        if self.ring_only:
-            lines.append(f"  {self.ring_only} more chain(s) would run the ring kernel only: "
-                         "layer by layer, not measured")
+        if self.unmeasured:
+            lines.append(f"  {self.unmeasured} more chain(s) would run their per-layer kernels "
+                         "fused (never faster): layer by layer, not measured")
         d = self.decision
         what = "estimated from the two builds" if self.estimated else "measured"
         if self.built_cycles is not None:
@@ -242,12 +244,12 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
     c = get_core(core)
     chains = found = find_chains(graph)
     if ram_budget is None and latency_bound is None:
-        chains = [ch for ch in found if _row_windowed(graph, ch, variant, c)]
+        chains = [ch for ch in found if _may_be_faster(graph, ch, variant, c)]
     builds = _Builds(core, dict(options))
     try:
         if not chains:
             exe = _plain(graph, builds, variant, ram_budget, latency_bound)
-            exe.fusion_report = replace(exe.fusion_report, ring_only=len(found))
+            exe.fusion_report = replace(exe.fusion_report, unmeasured=len(found))
             return exe
         fused_graph = apply_fusion(graph, chains, variant)
         # why side by side: each build is mostly gcc (subprocesses), so where the machine has
@@ -299,19 +301,23 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
         builds.cleanup()
 
 
-def _row_windowed(graph: Graph, chain: Chain, variant: str, core: Core) -> bool:
-    """Whether ``chain`` fused runs the per-layer kernels over row windows (``fused_rows``).
+def _may_be_faster(graph: Graph, chain: Chain, variant: str, core: Core) -> bool:
+    """Whether ``chain`` fused can measure faster than its layers: some member reads an int16
+    row window (``fused_rows``' wide members, the ``window_conv`` kernel).
 
-    why: otherwise it runs the older ring kernel, which is there for the ablation study and
-    for RAM (several times the layer-by-layer cycles on every committed benchmark); with no
-    RAM budget or latency bound to meet, building and emulating it could only lose, so such a
-    chain is not a candidate (a budget or a bound makes it one: it may be the smallest arena).
+    why: otherwise the fused chain runs each member's own per-layer kernel over int8 row
+    windows (or, where the windows cannot take it, the older ring kernel kept for the ablation
+    study), i.e. the layer-by-layer kernels plus window copies and per-row calls: never fewer
+    cycles (+0.4% to +12% on every committed benchmark). With no RAM budget or latency bound
+    to meet, building and emulating it could only lose, so such a chain is not a candidate (a
+    budget or a bound makes it one: it may be the smallest arena).
     """
     if variant != "ring_hoisted_pair" or not core.has_dsp:
         return False
     fused = apply_fusion(graph, [chain], variant)
     node = next(n for n in fused.nodes if n.op == "FusedConvChain")
-    return plan_rows(node, fused, core) is not None
+    plan = plan_rows(node, fused, core)
+    return plan is not None and any(member.wide for member in plan.members)
 
 
 def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
