@@ -178,11 +178,13 @@ def test_group_weights_order_blocks_by_k_pair() -> None:
 
 
 DW_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1)
-    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    # column stride / dilation > 1: left to dwconv_s16_gen by dwconv_s16_plane
+    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(strides=(1, 2), pads=(1, 1, 1, 1))),
     ((1, 7, 6, 8), (3, 2), DType.INT32,
      dict(strides=(2, 1), dilations=(1, 2), pads=(1, 0, 2, 1), activation=Activation.RELU6)),
     ((1, 5, 5, 12), (5, 5), None, dict(strides=(2, 2), pads=(2, 2, 2, 2))),
-    ((1, 3, 9, 4), (1, 4), DType.INT64, dict(pads=(0, 3, 0, 0), activation=Activation.RELU)),
+    ((1, 3, 9, 4), (1, 4), DType.INT64,
+     dict(dilations=(1, 2), pads=(0, 3, 0, 0), activation=Activation.RELU)),
 ]
 
 
@@ -196,8 +198,36 @@ def test_dwconv_s16_gen_matches_ref() -> None:
               for i, (xs, k, b, attrs) in enumerate(DW_CASES)]
     layers.append(_big_bias(_conv_like(
         len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
-        "edgenn_dwconv_s16_gen_dsp", strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1),
+        "edgenn_dwconv_s16_gen_dsp", strides=(1, 2), dilations=(1, 1), pads=(1, 1, 1, 1),
         groups=8, activation=Activation.NONE), rng))
+    _check(layers)
+
+
+S16_DWP = "edgenn_dwconv_s16_plane_dsp"
+DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1, column stride 1, undilated)
+    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # mbv3_int16's layer
+    ((1, 8, 8, 16), (3, 3), DType.INT32, dict(activation=Activation.RELU6)),  # no padding
+    ((1, 7, 9, 5), (3, 3), None, dict(strides=(2, 1), pads=(0, 1, 2, 1))),  # odd C, odd W
+    ((1, 9, 6, 3), (5, 5), DType.INT64, dict(pads=(2, 2, 2, 2), activation=Activation.RELU)),
+    ((1, 6, 11, 6), (2, 4), DType.INT32, dict(dilations=(2, 1), pads=(1, 0, 1, 3))),
+    ((1, 3, 9, 4), (1, 4), DType.INT64, dict(pads=(0, 3, 0, 0), activation=Activation.RELU)),
+    ((1, 5, 3, 7), (3, 2), DType.INT64, dict(pads=(1, 1, 1, 0))),  # rows of one step
+    ((1, 4, 4, 2), (3, 3), DType.INT32, dict(pads=(1, 1, 1, 1))),  # two channels
+]
+
+
+@needs_arm
+def test_dwconv_s16_plane_matches_ref() -> None:
+    rng = np.random.default_rng(29)
+    layers = [_conv_like(i, "Conv2D", rng, DType.INT16, xs, (xs[3], *k, 1), b, S16_DWP,
+                         **{"strides": (1, 1), "dilations": (1, 1), "pads": (0, 0, 0, 0),
+                            "groups": xs[3], "activation": Activation.NONE, **attrs})
+              for i, (xs, k, b, attrs) in enumerate(DWP_CASES)]
+    # an int64 bias past int32: the sums start at 0, the one-SMLAL rescale
+    layers.append(_big_bias(_conv_like(
+        len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
+        S16_DWP, strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1), groups=8,
+        activation=Activation.NONE), rng))
     _check(layers)
 
 
@@ -335,7 +365,7 @@ def test_axis_phases_cover_exactly_the_scatter(out: int, stride: int, k: int, di
 def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
     """Random layers of one kind (some the kernel refuses: those are dropped)."""
     out: list[Layer] = []
-    kernels = {"conv": S16_CONV, "pw": S16_PW, "dw": "edgenn_dwconv_s16_gen_dsp",
+    kernels = {"conv": S16_CONV, "pw": S16_PW, "dw": "edgenn_dwconv_s16_gen_dsp", "dwp": S16_DWP,
                "tconv16": "edgenn_tconv_s16_gemm_dsp", "tconv8": "edgenn_tconv_s8_gemm_dsp"}
     for i in range(n):
         kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
@@ -360,6 +390,12 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
             c = 4 * int(rng.integers(1, 7))
             layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, c), (c, kh, kw, 1),
                                bias, kernels[kind], groups=c, **common)
+        elif kind == "dwp":  # column stride 1, undilated columns, kernels >= 2 wide
+            c, kw = int(rng.integers(2, 25)), max(kw, 2)
+            common.update(strides=(st[0], 1), dilations=(dl[0], 1))
+            w = max(w, kw)
+            layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, c), (c, kh, kw, 1),
+                               bias, kernels[kind], groups=c, **common)
         else:
             dtype = DType.INT16 if kind == "tconv16" else DType.INT8
             ci, co = int(rng.integers(1, 12)), int(rng.integers(1, 12))
@@ -376,9 +412,9 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
 
 @needs_arm
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8", "pw"])
+@pytest.mark.parametrize("kind", ["conv", "dw", "tconv16", "tconv8", "pw", "dwp"])
 def test_random_layers_match_ref(kind: str) -> None:
-    seed = ["conv", "dw", "tconv16", "tconv8", "pw"].index(kind) + 40
+    seed = ["conv", "dw", "tconv16", "tconv8", "pw", "dwp"].index(kind) + 40
     layers = _random_layers(np.random.default_rng(seed), kind, 40)
     graph, _ = _merge(layers)
     core = get_core("cortex-m4")
