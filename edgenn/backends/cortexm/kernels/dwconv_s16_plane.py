@@ -102,29 +102,62 @@ def generate(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode) -> str:
     if rest:
         steps += _step(p, rc, pw, rest) + "\n"
     start = "r[0]" if mode in (NARROW, FOLDED) else "0"
+    off = p.pad_t * pw + p.pad_l
     gather = [f"        edgenn_store32(d + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));"
               for i in range(0, p.in_w - 1, 2)]
     if p.in_w % 2:
         gather.append(f"        d[{p.in_w - 1}] = s[{(p.in_w - 1) * c}];")
-    off = p.pad_t * pw + p.pad_l
-    return f"""
-/* dwconv_s16_plane: {p.in_h}x{p.in_w}x{c} -> {p.out_h}x{p.out_w}, {p.k_h}x{p.k_w},
- * stride {p.stride_h},{p.stride_w}, dilation {p.dil_h},{p.dil_w}, plane {ph}x{pw} */
-{folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
-
-/* channel c's plane interior (src = in + c) */
+    gather2 = []  # channels c, c+1: two words (pixels i, i+1), PKHBT / PKHTB, two stores
+    for i in range(0, p.in_w - 1, 2):
+        gather2 += [f"        {{ const uint32_t u = edgenn_s16_load32(s + {i * c}), "
+                    f"v = edgenn_s16_load32(s + {(i + 1) * c});",
+                    f"          edgenn_store32(d0 + {i}, (u & 0xFFFFu) | (v << 16));",
+                    f"          edgenn_store32(d1 + {i}, (v & 0xFFFF0000u) | (u >> 16)); }}"]
+    if p.in_w % 2:
+        gather2 += [f"        d0[{p.in_w - 1}] = s[{(p.in_w - 1) * c}];",
+                    f"        d1[{p.in_w - 1}] = s[{(p.in_w - 1) * c + 1}];"]
+    size = ph * pw
+    planes = 2 if c >= 2 else 1
+    loop = (f"    for (int c = 0; c + 1 < {c}; c += 2) {{\n"
+            f"        @P@_gather2(in + c, plane + {off}, plane + {size + off});\n"
+            f"        @P@_chan(plane, out + c, wb + {nw} * c, r + 4 * c, b + c);\n"
+            f"        @P@_chan(plane + {size}, out + c + 1, wb + {nw} * (c + 1), "
+            f"r + 4 * (c + 1), b + c + 1);\n    }}\n")
+    if c % 2:
+        loop += (f"    @P@_gather(in + {c - 1}, plane + {off});\n"
+                 f"    @P@_chan(plane, out + {c - 1}, wb + {nw * (c - 1)}, r + {4 * (c - 1)}, "
+                 f"b + {c - 1});\n")
+    g1 = f"""/* channel c's plane interior (src = in + c) */
 static void @P@_gather(const int16_t *src, int16_t *d)
 {{
     for (int iy = 0; iy < {p.in_h}; iy++, src += {p.in_w * c}, d += {pw}) {{
         const int16_t *s = src;
 {chr(10).join(gather)}
     }}
-}}
+}}"""
+    g2 = f"""/* channels c, c+1's plane interiors (src = in + c) */
+static void @P@_gather2(const int16_t *src, int16_t *d0, int16_t *d1)
+{{
+    for (int iy = 0; iy < {p.in_h}; iy++, src += {p.in_w * c}, d0 += {pw}, d1 += {pw}) {{
+        const int16_t *s = src;
+{chr(10).join(gather2)}
+    }}
+}}"""
+    return f"""
+/* dwconv_s16_plane: {p.in_h}x{p.in_w}x{c} -> {p.out_h}x{p.out_w}, {p.k_h}x{p.k_w},
+ * stride {p.stride_h},{p.stride_w}, dilation {p.dil_h},{p.dil_w}, plane {ph}x{pw} */
+{folded_fn(g) if mode == FOLDED else _epilogue_fn(mode, g)}
+
+{g1 if c % 2 else ""}
+{g2 if c >= 2 else ""}
 
 /* the outputs of one channel (o = out + c) from its plane */
 static void __attribute__((noipa)) @P@_chan(const int16_t *plane, int16_t *out,
-    const uint32_t *wb, const int32_t *r, const int64_t *b)
+    const uint32_t *wb, const int32_t *rc, const int64_t *bc)
 {{
+    /* why copies: the record in locals stays in registers across the int16 stores */
+    const int32_t r[4] = {{rc[0], rc[1], rc[2], rc[3]}};
+    const int64_t b[1] = {{bc[0]}};
     const int32_t start = {start};
     (void)start;
     for (int oy = 0; oy < {p.out_h}; oy++) {{
@@ -137,12 +170,8 @@ static void __attribute__((noinline)) @P@_dw(const int16_t *in, int16_t *out,
     int16_t *plane, const uint32_t *wb, const int32_t *r, const int64_t *b)
 {{
     uint32_t *pz = (uint32_t *)(void *)plane;
-    for (int i = 0; i < {ph * pw // 2}; i++) pz[i] = 0u; /* the zero border, once a call */
-    for (int c = 0; c < {c}; c++) {{
-        @P@_gather(in + c, plane + {off});
-        @P@_chan(plane, out + c, wb + {nw} * c, r + 4 * c, b + c);
-    }}
-}}
+    for (int i = 0; i < {planes * ph * pw // 2}; i++) pz[i] = 0u; /* the zero borders */
+{loop}}}
 """
 
 
@@ -155,7 +184,7 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if p.stride_w != 1 or p.dil_w != 1:  # why: the tap pairs need adjacent columns
         return False
     ph, pw = _shape(p)
-    if ph * pw * 2 > MAX_PLANE_BYTES:
+    if 2 * ph * pw * 2 > MAX_PLANE_BYTES:  # two planes
         return False
     return epilogue(p.requant, p.w).mode != WIDE64
 
@@ -190,7 +219,7 @@ class DwConvS16Plane:
             sources=("edgenn_conv_s16_mac.h", "edgenn_dwconv_s8_gen_dsp.h"),
             arrays=(CArray("w", "uint32_t", weight_table(p, rc).ravel()),
                     CArray("quant", "int32_t", quant)),
-            scratch_bytes=ph * pw * 2,
+            scratch_bytes=(2 if p.out_c >= 2 else 1) * ph * pw * 2,
             kernel_name=self.name,
             comment=f"16x8 depthwise {g.in_h}x{g.in_w}x{g.in_c}, {g.k_h}x{g.k_w} stride "
                     f"{g.stride_h},{g.stride_w}: int16 planes, SMLAD tap pairs",
