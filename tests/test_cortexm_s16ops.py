@@ -23,6 +23,7 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import pack_weights, wide_records
 from edgenn.backends.cortexm.kernels.conv_transpose_gemm import axis_phases
+from edgenn.backends.cortexm.kernels.dwconv_s16_plane import DwConvS16Plane
 from edgenn.backends.cortexm.kernels.pointwise_s16 import PointwiseS16, group_weights
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
@@ -228,6 +229,11 @@ def test_dwconv_s16_plane_matches_ref() -> None:
         len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
         S16_DWP, strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1), groups=8,
         activation=Activation.NONE), rng))
+    graph, _ = _merge(layers)
+    codes = [DwConvS16Plane().prepare(la.node, graph, get_core("cortex-m4")).code
+             for la in layers]
+    assert sum("__asm__" in c for c in codes) >= 3  # the asm steps (FOLDED, no clamp)
+    assert sum("__asm__" not in c for c in codes) >= 3  # the C steps
     _check(layers)
 
 

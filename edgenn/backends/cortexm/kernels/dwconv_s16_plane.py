@@ -12,6 +12,8 @@ Border windows run the same code (the zero border). The weight pairs are a flash
 here. The sums start at the bias (NARROW / FOLDED) or 0 and go to the 16x8 epilogue of
 ``conv_s16_gemm`` / ``pointwise_s16`` (``@P@_out``), the same records as ``dwconv_s16_gen``.
 
+FOLDED layers whose clamp is SSAT's run the steps as hand-ordered asm (:func:`_step_asm`).
+
 Claimed (priority above ``dwconv_s16_gen``) for unit-stride, undilated rows of a kernel at
 least 2 wide, where the pairs apply; measured on mbv3_int16's 8x8x16 3x3 layer.
 """
@@ -53,8 +55,9 @@ def _shape(p: ConvS16Params) -> tuple[int, int]:
     return plane_shape(cast(ConvParams, p))
 
 
-def weight_table(p: ConvS16Params, rc: RowCode) -> np.ndarray:
-    """uint32 [C, KH * regs]: channel c's weight pair registers (low half first), row by row."""
+def weight_table(p: ConvS16Params, rc: RowCode, quant: np.ndarray) -> np.ndarray:
+    """uint32 [C, KH * regs + 1]: channel c's weight pair registers (low half first), row by
+    row, then its record's m (``quant``'s second word, the asm step's SMMULR factor)."""
     w = p.w[..., 0].astype(np.int64)  # [C, KH, KW]
     zero = np.zeros(w.shape[0], np.int64)
     cols = []
@@ -63,6 +66,7 @@ def weight_table(p: ConvS16Params, rc: RowCode) -> np.ndarray:
             lo_v = w[:, ky, lo] if lo is not None else zero
             hi_v = w[:, ky, hi] if hi is not None else zero
             cols.append((lo_v & 0xFFFF) | ((hi_v & 0xFFFF) << 16))
+    cols.append(quant.reshape(-1, 4)[:w.shape[0], 1].astype(np.int64) & 0xFFFFFFFF)
     return np.ascontiguousarray(np.stack(cols, axis=1).astype(np.uint32))
 
 
@@ -90,17 +94,79 @@ def _step(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
     return "\n".join(lines)
 
 
+def _asm_ok(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode, pw: int, n: int) -> bool:
+    """The asm step applies: FOLDED with SSAT's clamp only, 13 registers, immediates fit."""
+    if mode != FOLDED or g.lo != -32768 or g.hi != 32767:
+        return False
+    ops = [op for op in rc.ops if op[0] < n]
+    words = {op[2] for op in ops}
+    regs = {op[3] for op in ops}
+    nw = p.k_h * len(rc.regs)
+    last = max(words)
+    return (n + len(regs) + len(words) + 4 <= 13 and 4 * nw <= 4095
+            and ((p.k_h - 1) * p.dil_h * pw + 2 * last) * 2 <= 4095
+            and 2 * (n - 1) * p.out_c <= 4095)
+
+
+def _step_asm(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
+    """:func:`_step` as one asm block (FOLDED, no clamp but SSAT): per kernel row its weight
+    registers and input words loaded as one group (they pipeline), then the multiplies, the
+    first of each accumulator adding ``start``; then m (the table's word after the pairs),
+    SMMULR, SSAT 16, STRH (the C step's ``@P@_out``)."""
+    nr = len(rc.regs)
+    ops = [op for op in rc.ops if op[0] < n]
+    words = sorted({op[2] for op in ops})
+    regs = sorted({op[3] for op in ops})
+    wreg = {r: f"%[t{i}]" for i, r in enumerate(regs)}
+    xreg = {wd: f"%[t{len(regs) + i}]" for i, wd in enumerate(words)}
+    temps = len(regs) + len(words)
+    asm: list[str] = []
+    started: set[int] = set()
+    for ky in range(p.k_h):
+        base = ky * p.dil_h * pw * 2
+        asm += [f"ldr {wreg[r]}, [%[wb], #{4 * (ky * nr + r)}]" for r in regs]
+        asm += [f"ldr {xreg[wd]}, [%[row], #{base + 4 * wd}]" for wd in words]
+        for k, kind, wd, r in ops:
+            acc = f"%[a{k}]" if k in started else "%[start]"
+            started.add(k)
+            mnem = "smlad" if kind == "d" else f"smla{kind}"
+            asm.append(f"{mnem} %[a{k}], {xreg[wd]}, {wreg[r]}, {acc}")
+    asm.append(f"ldr %[t0], [%[wb], #{4 * p.k_h * nr}]")
+    asm += [f"smmulr %[a{k}], %[a{k}], %[t0]" for k in range(n)]
+    asm += [f"ssat %[a{k}], #16, %[a{k}]" for k in range(n)]
+    asm += [f"strh %[a{k}], [%[o], #{2 * k * p.out_c}]" for k in range(n)]
+    outs = [f'[a{k}] "=&r"(a{k})' for k in range(n)] + [
+        f'[t{i}] "=&r"(t{i})' for i in range(temps)]
+    body = "\n".join(f'                "{line}\\n\\t"' for line in asm)
+    return ("        {\n"
+            f"            int32_t {', '.join(f'a{k}' for k in range(n))};\n"
+            f"            uint32_t {', '.join(f't{i}' for i in range(temps))};\n"
+            "            __asm__ volatile(\n" + body + "\n"
+            f"                : {', '.join(outs)}\n"
+            '                : [row] "r"(row), [wb] "r"(wb), [o] "r"(o), [start] "r"(start)\n'
+            '                : "memory");\n'
+            "        }")
+
+
+def _step_any(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode, pw: int, n: int) -> str:
+    """The asm step on ARMv7E-M where it applies, else (and on hosts) the C step."""
+    if not _asm_ok(p, g, mode, rc, pw, n):
+        return _step(p, rc, pw, n)
+    return ("#if EDGENN_HAVE_DSP\n" + _step_asm(p, rc, pw, n) + "\n#else\n"
+            + _step(p, rc, pw, n) + "\n#endif")
+
+
 def generate(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode) -> str:
     ph, pw = _shape(p)
     c = p.out_c
-    nw = p.k_h * len(rc.regs)
+    nw = p.k_h * len(rc.regs) + 1  # table words a channel: the pairs, then m
     nsteps, rest = divmod(p.out_w, NO)
     steps = ""
     if nsteps:
         steps += (f"        for (int s = 0; s < {nsteps}; s++, row += {NO * p.stride_w}, "
-                  f"o += {NO * c})\n" + _step(p, rc, pw, NO) + "\n")
+                  f"o += {NO * c})\n" + _step_any(p, g, mode, rc, pw, NO) + "\n")
     if rest:
-        steps += _step(p, rc, pw, rest) + "\n"
+        steps += _step_any(p, g, mode, rc, pw, rest) + "\n"
     start = "r[0]" if mode in (NARROW, FOLDED) else "0"
     off = p.pad_t * pw + p.pad_l
     gather = [f"        edgenn_store32(d + {i}, dwk_pk(s[{i * c}], s[{(i + 1) * c}]));"
@@ -160,6 +226,8 @@ static void __attribute__((noipa)) @P@_chan(const int16_t *plane, int16_t *out,
     const int64_t b[1] = {{bc[0]}};
     const int32_t start = {start};
     (void)start;
+    (void)r;
+    (void)b;
     for (int oy = 0; oy < {p.out_h}; oy++) {{
         const int16_t *row = plane + oy * {p.stride_h * pw};
         int16_t *o = out + oy * {p.out_w * c};
@@ -217,7 +285,7 @@ class DwConvS16Plane:
         return KernelCall(
             call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
             sources=("edgenn_conv_s16_mac.h", "edgenn_dwconv_s8_gen_dsp.h"),
-            arrays=(CArray("w", "uint32_t", weight_table(p, rc).ravel()),
+            arrays=(CArray("w", "uint32_t", weight_table(p, rc, quant).ravel()),
                     CArray("quant", "int32_t", quant)),
             scratch_bytes=(2 if p.out_c >= 2 else 1) * ph * pw * 2,
             kernel_name=self.name,
