@@ -208,6 +208,7 @@ S16_DWP = "edgenn_dwconv_s16_plane_dsp"
 DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1, column stride 1, undilated)
     ((1, 8, 8, 16), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # mbv3_int16's layer
     ((1, 8, 8, 16), (3, 3), DType.INT32, dict(activation=Activation.RELU6)),  # no padding
+    ((1, 4, 13, 6), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # paired trip + 2 steps
     ((1, 7, 9, 5), (3, 3), None, dict(strides=(2, 1), pads=(0, 1, 2, 1))),  # odd C, odd W
     ((1, 9, 6, 3), (5, 5), DType.INT64, dict(pads=(2, 2, 2, 2), activation=Activation.RELU)),
     ((1, 6, 11, 6), (2, 4), DType.INT32, dict(dilations=(2, 1), pads=(1, 0, 1, 3))),

@@ -94,8 +94,10 @@ def _step(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
     return "\n".join(lines)
 
 
-def _asm_ok(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode, pw: int, n: int) -> bool:
-    """The asm step applies: FOLDED with SSAT's clamp only, 13 registers, immediates fit."""
+def _asm_ok(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode, pw: int, n: int,
+            ahead: int = 0) -> bool:
+    """The asm step applies: FOLDED with SSAT's clamp only, 13 registers, immediates fit
+    (``ahead`` more steps of NO outputs folded into the offsets)."""
     if mode != FOLDED or g.lo != -32768 or g.hi != 32767:
         return False
     ops = [op for op in rc.ops if op[0] < n]
@@ -104,15 +106,17 @@ def _asm_ok(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode, pw: int, n: i
     nw = p.k_h * len(rc.regs)
     last = max(words)
     return (n + len(regs) + len(words) + 4 <= 13 and 4 * nw <= 4095
-            and ((p.k_h - 1) * p.dil_h * pw + 2 * last) * 2 <= 4095
-            and 2 * (n - 1) * p.out_c <= 4095)
+            and ((p.k_h - 1) * p.dil_h * pw + 2 * last + ahead * NO * p.stride_w) * 2 <= 4095
+            and 2 * (ahead * NO + n - 1) * p.out_c <= 4095)
 
 
-def _step_asm(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
+def _step_asm(p: ConvS16Params, rc: RowCode, pw: int, n: int, ahead: int = 0) -> str:
     """:func:`_step` as one asm block (FOLDED, no clamp but SSAT): per kernel row its weight
     registers and input words loaded as one group (they pipeline), then the multiplies, the
     first of each accumulator adding ``start``; then m (the table's word after the pairs),
-    SMMULR, SSAT 16, STRH (the C step's ``@P@_out``)."""
+    SMMULR, SSAT 16, STRH (the C step's ``@P@_out``). ``ahead``: the step ``ahead`` steps
+    of NO outputs after ``row`` / ``o``, folded into the immediate offsets."""
+    row_at, o_at = ahead * NO * p.stride_w * 2, ahead * NO * p.out_c * 2
     nr = len(rc.regs)
     ops = [op for op in rc.ops if op[0] < n]
     words = sorted({op[2] for op in ops})
@@ -123,7 +127,7 @@ def _step_asm(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
     asm: list[str] = []
     started: set[int] = set()
     for ky in range(p.k_h):
-        base = ky * p.dil_h * pw * 2
+        base = ky * p.dil_h * pw * 2 + row_at
         asm += [f"ldr {wreg[r]}, [%[wb], #{4 * (ky * nr + r)}]" for r in regs]
         asm += [f"ldr {xreg[wd]}, [%[row], #{base + 4 * wd}]" for wd in words]
         for k, kind, wd, r in ops:
@@ -134,7 +138,7 @@ def _step_asm(p: ConvS16Params, rc: RowCode, pw: int, n: int) -> str:
     asm.append(f"ldr %[t0], [%[wb], #{4 * p.k_h * nr}]")
     asm += [f"smmulr %[a{k}], %[a{k}], %[t0]" for k in range(n)]
     asm += [f"ssat %[a{k}], #16, %[a{k}]" for k in range(n)]
-    asm += [f"strh %[a{k}], [%[o], #{2 * k * p.out_c}]" for k in range(n)]
+    asm += [f"strh %[a{k}], [%[o], #{o_at + 2 * k * p.out_c}]" for k in range(n)]
     outs = [f'[a{k}] "=&r"(a{k})' for k in range(n)] + [
         f'[t{i}] "=&r"(t{i})' for i in range(temps)]
     body = "\n".join(f'                "{line}\\n\\t"' for line in asm)
@@ -162,9 +166,21 @@ def generate(p: ConvS16Params, g: Geometry, mode: int, rc: RowCode) -> str:
     nw = p.k_h * len(rc.regs) + 1  # table words a channel: the pairs, then m
     nsteps, rest = divmod(p.out_w, NO)
     steps = ""
-    if nsteps:
-        steps += (f"        for (int s = 0; s < {nsteps}; s++, row += {NO * p.stride_w}, "
-                  f"o += {NO * c})\n" + _step_any(p, g, mode, rc, pw, NO) + "\n")
+    adv_row, adv_o = NO * p.stride_w, NO * c
+    if nsteps >= 2 and _asm_ok(p, g, mode, rc, pw, NO, 1):
+        # two steps a trip, the second one's offsets in its immediates: half the loop overhead
+        steps += (f"        for (int s = 0; s < {nsteps // 2}; s++, row += {2 * adv_row}, "
+                  f"o += {2 * adv_o}) {{\n#if EDGENN_HAVE_DSP\n"
+                  + _step_asm(p, rc, pw, NO) + "\n" + _step_asm(p, rc, pw, NO, 1)
+                  + "\n#else\n" + _step(p, rc, pw, NO) + f"\n        row += {adv_row}, "
+                  f"o += {adv_o};\n" + _step(p, rc, pw, NO) + f"\n        row -= {adv_row}, "
+                  f"o -= {adv_o};\n#endif\n        }}\n")
+        if nsteps % 2:
+            steps += (_step_any(p, g, mode, rc, pw, NO) + f"\n        row += {adv_row}, "
+                      f"o += {adv_o};\n")
+    elif nsteps:
+        steps += (f"        for (int s = 0; s < {nsteps}; s++, row += {adv_row}, "
+                  f"o += {adv_o})\n" + _step_any(p, g, mode, rc, pw, NO) + "\n")
     if rest:
         steps += _step_any(p, g, mode, rc, pw, rest) + "\n"
     start = "r[0]" if mode in (NARROW, FOLDED) else "0"
