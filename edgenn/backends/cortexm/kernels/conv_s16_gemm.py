@@ -23,7 +23,7 @@ spare slots and store only the real ones.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -40,7 +40,7 @@ from edgenn.backends.cortexm.kernels.conv_s16 import (
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
-from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
+from edgenn.prepared.conv import ConvGeometry, ConvS16Params, prepare_conv_s16
 
 SHIFTED = 3  # a WIDE32 layer whose rescale folds into one SMLAL (wide_records)
 SHIFTED_HI = 4  # SHIFTED with every e == 0: the result is the high word
@@ -51,23 +51,10 @@ SMALL_SCRATCH = 4096  # bytes of patch + window always taken; more only within a
 
 
 @dataclass(frozen=True)
-class Geometry:
-    """The layer's shape, as the generator needs it."""
+class Geometry(ConvGeometry):
+    """The layer's shape (its record's ``ConvGeometry``) and output clamp, as the generators
+    need them."""
 
-    in_h: int
-    in_w: int
-    in_c: int
-    out_h: int
-    out_w: int
-    out_c: int
-    k_h: int
-    k_w: int
-    stride_h: int
-    stride_w: int
-    dil_h: int
-    dil_w: int
-    pad_t: int
-    pad_l: int
     lo: int
     hi: int
 
@@ -320,9 +307,8 @@ def shared_code(g: Geometry, mode: int) -> str:
 
 def geometry(p: ConvS16Params) -> Geometry:
     """The generator's view of a 16x8 layer's record."""
-    return Geometry(p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.out_c, p.k_h, p.k_w,
-                    p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_t, p.pad_l,
-                    p.requant.act_min, p.requant.act_max)
+    shape = {f.name: getattr(p, f.name) for f in fields(ConvGeometry)}
+    return Geometry(**shape, lo=p.requant.act_min, hi=p.requant.act_max)
 
 
 def records(mode: int, ep_mult: np.ndarray, ep_shift: np.ndarray, bias: np.ndarray,

@@ -15,6 +15,7 @@ need int64 keep the portable ``edgenn_tconv_s16``.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     MAX_K,
     Geometry,
     generate,
+    geometry,
     pack_weights,
     rescale,
     scratch_bytes,
@@ -51,9 +53,10 @@ def _record(node: Node, graph: Graph) -> ConvS16Params:
 
 
 def _geometry(p: ConvS16Params, py: AxisPhase, px: AxisPhase) -> Geometry:
-    return Geometry(p.in_h, p.in_w, p.in_c, py.count, px.count, p.out_c,
-                    len(py.taps), len(px.taps), 1, 1, py.dil, px.dil, py.pad, px.pad,
-                    p.requant.act_min, p.requant.act_max)
+    """The stride-1 convolution that computes phase (py, px) of the output."""
+    return replace(geometry(p), out_h=py.count, out_w=px.count, k_h=len(py.taps),
+                   k_w=len(px.taps), stride_h=1, stride_w=1, dil_h=py.dil, dil_w=px.dil,
+                   pad_t=py.pad, pad_l=px.pad, pad_b=0, pad_r=0)
 
 
 def _sub_weights(p: ConvS16Params, py: AxisPhase, px: AxisPhase) -> np.ndarray:
