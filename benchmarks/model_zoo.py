@@ -30,6 +30,7 @@ import datetime as dt
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -254,13 +255,14 @@ def compare(got: list[np.ndarray], want: list[np.ndarray]) -> dict[str, Any]:
     return result
 
 
-def run_stage(path: Path, target: str) -> dict[str, Any]:
-    """Compile for ``target`` with edgenn's Python API and compare with the oracle."""
+def run_stage(path: Path, target: str, part: dict[str, int] | None = None) -> dict[str, Any]:
+    """Compile for ``target`` with edgenn's Python API and compare with the oracle.
+    ``part``: the device's ``ram_kb`` / ``flash_kb`` instead of the core's reference part."""
     from edgenn.api import compile_model, load_model
 
     hints = load_hints(path)
     graph = load_model(path, **load_options(hints))
-    exe = compile_model(graph, target)  # edgenn first: its error is the finding
+    exe = compile_model(graph, target, **(part or {}))  # edgenn first: its error is the finding
     try:
         stateful = bool(file_facts(path)["stateful"])
         oracle = Oracle(path, hints)
@@ -284,6 +286,15 @@ def run_stage(path: Path, target: str) -> dict[str, Any]:
     if target != "ref":
         result.update({f"{k}_bytes": v for k, v in exe.sizes().items()})
     return result
+
+
+FIT_FLAG = re.compile(r"use --(ram|flash)-kb (\d+)")
+
+
+def larger_part(error: str) -> dict[str, int]:
+    """The device sizes a does-not-fit error asks for ({} for any other error): the stage is
+    run again on that part, so the table shows whether the flags the error names work."""
+    return {f"{kind}_kb": int(kb) for kind, kb in FIT_FLAG.findall(error)}
 
 
 class ZooError(Exception):
@@ -348,13 +359,14 @@ def _env() -> dict[str, str]:
 
 
 def stage_command(stage: str, path: Path, stateful: bool, flags: dict[str, set[str]],
-                  workdir: Path) -> list[str]:
+                  workdir: Path, part: dict[str, int] | None = None) -> list[str]:
     model = str(path)
     fixes = hint_flags(load_hints(path))
     if stage == "inspect":
         return cli("inspect", model, *fixes, "--target", CORE, "--json", "-")
     if stage in ("ref", CORE):
-        return [sys.executable, str(Path(__file__).resolve()), "--stage", stage, model]
+        sizes = [f"--{k.replace('_', '-')}={v:g}" for k, v in (part or {}).items()]
+        return [sys.executable, str(Path(__file__).resolve()), "--stage", stage, model, *sizes]
     extra = ["--stateful"] if stateful and "--stateful" in flags.get(stage, set()) else []
     if stage == "validate":
         return cli("validate", model, *fixes, "--target", CORE, "--random", str(SAMPLES),
@@ -443,15 +455,15 @@ def run_model(path: Path, root: Path, timeout: float, flags: dict[str, set[str]]
         row.update({"format": path.suffix[1:], "bytes": path.stat().st_size,
                     "stateful": False, "facts_error": _one_line(err)})
     deadline = time.monotonic() + timeout
-    for stage in stages:
+
+    def run_one(stage: str, part: dict[str, int] | None = None) -> dict[str, Any]:
         left = deadline - time.monotonic()
         if left <= 0:
-            row["stages"][stage] = {"ok": False, "error": f"not run: the model's {timeout:.0f} s "
-                                    "were used by the stages before"}
-            continue
+            return {"ok": False, "error": f"not run: the model's {timeout:.0f} s "
+                    "were used by the stages before"}
         workdir = tmp / f"{len(os.listdir(tmp))}"
         workdir.mkdir()
-        cmd = stage_command(stage, path, bool(row.get("stateful")), flags, workdir)
+        cmd = stage_command(stage, path, bool(row.get("stateful")), flags, workdir, part)
         start = time.monotonic()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env=_env(),
@@ -465,6 +477,13 @@ def run_model(path: Path, root: Path, timeout: float, flags: dict[str, set[str]]
         if "error" in record:  # why: the file's name as the table shows it, not this machine's path
             record["error"] = record["error"].replace(str(path), row["model"])
         record["seconds"] = round(time.monotonic() - start, 2)
+        return record
+
+    for stage in stages:
+        record = run_one(stage)
+        part = larger_part(record.get("error", "")) if stage == CORE else {}
+        if part:  # the part the error names: does the model run there, and exactly?
+            record["larger_part"] = {"part": part, **run_one(stage, part)}
         row["stages"][stage] = record
     return row
 
@@ -530,6 +549,10 @@ def cell(stage: str, r: dict[str, Any] | None) -> str:
     if r is None:
         return "-"
     if not r.get("ok") and "error" in r:
+        bigger = r.get("larger_part")
+        if bigger and bigger.get("ok"):  # why: the error's own flags, shown to work
+            flags = " ".join(f"--{k.replace('_', '-')} {v:g}" for k, v in bigger["part"].items())
+            return f"FAIL; {cell(stage, bigger)} with {flags}"
         return "FAIL"
     if stage in ("ref", CORE):
         if "max_rel_error" in r:
@@ -569,11 +592,11 @@ def print_table(doc: dict[str, Any]) -> None:
     console.print(f"{ok} of {len(doc['models'])} models pass every stage")
 
 
-def stage_main(stage: str, model: Path) -> int:
+def stage_main(stage: str, model: Path, part: dict[str, int]) -> int:
     """One comparison stage in this process; prints one JSON line (the parent reads it) or
     the first error line on stderr with exit status 1."""
     try:
-        result = run_stage(model, stage)
+        result = run_stage(model, stage, part)
     except BaseException as err:  # noqa: BLE001  (any failure is this stage's one-line result)
         print(f"error: {_one_line(err)}", file=sys.stderr)
         return 1
@@ -589,9 +612,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stages", default=",".join(STAGES),
                     help=f"comma-separated subset of {','.join(STAGES)}")
     ap.add_argument("--stage", choices=("ref", CORE), help=argparse.SUPPRESS)  # one worker
+    ap.add_argument("--ram-kb", type=int, help=argparse.SUPPRESS)  # the worker's part
+    ap.add_argument("--flash-kb", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.stage:
-        return stage_main(args.stage, args.folder)
+        part = {k: v for k, v in (("ram_kb", args.ram_kb), ("flash_kb", args.flash_kb))
+                if v is not None}
+        return stage_main(args.stage, args.folder, part)
     stages = tuple(s for s in args.stages.split(",") if s)
     unknown = sorted(set(stages) - set(STAGES))
     if unknown:

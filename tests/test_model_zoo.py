@@ -102,3 +102,18 @@ def test_validate_passes_only_when_every_asked_comparison_ran() -> None:
     assert not record["ok"] and record["error"].startswith("INCOMPLETE")
     noted = {**ran, "verdict": "pass", "not_compared": {"litert": "not installed"}}
     assert zoo._validate_record(ok, noted)["ok"]  # a note beside a complete verdict
+
+
+def test_a_model_too_big_for_the_part_runs_on_the_part_its_error_names() -> None:
+    """The fit error's flags are re-run by the zoo: they must be enough, and exact."""
+    pytest.importorskip("tflite_micro")
+    zoo = _zoo()
+    model = ROOT / "zoo" / "tflm_examples" / "hello_world_int8.tflite"
+    with pytest.raises(Exception) as info:
+        zoo.run_stage(model, zoo.CORE, {"flash_kb": 1})
+    part = zoo.larger_part(str(info.value))
+    assert set(part) == {"flash_kb"} and part["flash_kb"] > 1, str(info.value)
+    result = zoo.run_stage(model, zoo.CORE, part)
+    assert result["ok"] and result["mismatches"] == 0
+    assert result["flash_bytes"] <= part["flash_kb"] * 1024
+    assert zoo.larger_part("node 'x': unsupported operator 'Foo'") == {}
