@@ -33,8 +33,8 @@ import hashlib
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.conv_s16 import INT32_MAX, WIDE64, epilogue, is_s16
 from edgenn.backends.cortexm.kernels import pointwise_s16_wide as wide
+from edgenn.backends.cortexm.kernels.conv_s16 import INT32_MAX, WIDE64, epilogue, is_s16
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     SHIFTED,
     SHIFTED_HI,
