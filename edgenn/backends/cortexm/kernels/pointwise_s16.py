@@ -33,6 +33,7 @@ import hashlib
 import numpy as np
 
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
+from edgenn.backends.cortexm.kernels import pointwise_s16_wide as wide
 from edgenn.backends.cortexm.kernels.conv_s16 import INT32_MAX, WIDE64, epilogue, is_s16
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
     SHIFTED,
@@ -55,8 +56,10 @@ MAX_COUT = 2040  # pixel b's stores: strh [xp, #2 (Cout + c)], 12-bit immediate
 MAX_CIN = 1984  # pixel b's loads: [xp, #2 Cin + offset], offset < 64 in the chunk loop
 KP_UNROLL = 48  # k pairs emitted straight; beyond, a loop over chunks of KP_CHUNK
 KP_CHUNK = 16
+WIDE = 6  # FOLDED on widened weights, straight-line groups (``pointwise_s16_wide``)
 RESCALE = {SHIFTED: ", one-SMLAL rescale", SHIFTED_HI: ", one-SMLAL rescale",
-           FOLDED: ", bias in the sum, one-SMMULR rescale"}
+           FOLDED: ", bias in the sum, one-SMMULR rescale",
+           WIDE: ", widened weights, bias in the sum, one-SMMULR rescale"}
 
 
 def group_weights(w: np.ndarray) -> np.ndarray:
@@ -386,6 +389,8 @@ def generate(g: Geometry, mode: int) -> str:
     """The layer's C (``@P@`` = a name shared by layers whose code is the same)."""
     cin, co, npix = g.in_c, g.out_c, g.npix
     full, tail = divmod(co, GROUP)
+    if mode == WIDE:
+        return wide.generate(g, folded_fn(g))
 
     def call(two: bool, nch: int) -> str:
         blk = "blk2" if two else "blk1"
@@ -462,7 +467,7 @@ static void @P@_conv(const int16_t *in, int16_t *out, const uint32_t *w0,
 def shared_code(g: Geometry, mode: int) -> str:
     """The generated functions under a name derived from their text, defined once per model."""
     body = generate(g, mode)
-    quant = "0" if mode == FOLDED else "@P@_quant"
+    quant = "0" if mode in (FOLDED, WIDE) else "@P@_quant"
     name = "pws16_" + hashlib.sha1(body.encode()).hexdigest()[:12]
     guard = name.upper() + "_DEFINED"
     return (f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}\n#endif\n\n"
@@ -507,11 +512,14 @@ class PointwiseS16:
         ep = epilogue(p.requant, p.w)
         mode, quant, code = rescale(p)
         mode, quant = fold(p, mode, quant)
+        if mode == FOLDED and wide.fits(g):
+            mode = WIDE
         groups = -(-co // GROUP)
         quant = np.concatenate([quant, np.zeros(4 * GROUP * groups - quant.size, np.int32)])
         w = p.w.reshape(co, -1).astype(np.int8)
         words = group_weights(w)
-        arrays = ((CArray("w", "uint32_t", folded_stream(words, quant, (g.in_c + 1) // 2)),)
+        arrays = ((CArray("w", "uint32_t", wide.stream(w, quant)),) if mode == WIDE else
+                  (CArray("w", "uint32_t", folded_stream(words, quant, (g.in_c + 1) // 2)),)
                   if mode == FOLDED else
                   (CArray("w", "uint32_t", words), CArray("quant", "int32_t", quant)))
         return KernelCall(
