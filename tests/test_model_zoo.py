@@ -117,3 +117,31 @@ def test_a_model_too_big_for_the_part_runs_on_the_part_its_error_names() -> None
     assert result["ok"] and result["mismatches"] == 0
     assert result["flash_bytes"] <= part["flash_kb"] * 1024
     assert zoo.larger_part("node 'x': unsupported operator 'Foo'") == {}
+
+
+def test_float64_arbiter_judges_edgenn_against_the_exact_graph(tmp_path: Path) -> None:
+    """onnxruntime's CPU Sigmoid is a rational approximation (absolute error near 1e-7): on
+    small probabilities it is itself more than 1e-5 relative off. The arbiter measures both
+    sides against the graph evaluated in float64; a wrong edgenn output still fails."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from edgenn.api import compile_model, load_model
+
+    zoo = _zoo()
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])
+    shift = helper.make_tensor("shift", TensorProto.FLOAT, [1], [-9.0])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "shift"], ["z"]),
+                               helper.make_node("Sigmoid", ["z"], ["y"])],
+                              "small_probabilities", [x], [y], [shift])
+    path = tmp_path / "sigmoid.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    oracle = zoo.Oracle(path, {})
+    xs = zoo.make_inputs(oracle, 4)
+    want = zoo.oracle_outputs(oracle, xs, stateful=False)
+    got = list(compile_model(load_model(path), "ref").run(*xs))
+    verdict = zoo.float64_arbiter(oracle, xs, got, want, stateful=False)
+    assert verdict["ok"] and verdict["float64"]["edgenn_rel"] < 1e-6, verdict
+    wrong = [got[0] * (1 + 1e-4)]
+    assert not zoo.float64_arbiter(oracle, xs, wrong, want, stateful=False)["ok"]

@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import AttributeProto, GraphProto, TensorProto, helper, numpy_helper
+from onnx import GraphProto, helper
 
 from edgenn.api import compile_model, load_model
 from edgenn.frontends.onnx.control import subgraphs
+from edgenn.oracles.onnx_float64 import float64_copy
 
 ort = pytest.importorskip("onnxruntime")
 MODEL = Path(__file__).resolve().parents[1] / "zoo" / "packages" / "silero_vad" / \
@@ -121,33 +122,6 @@ def test_silero_vad_on_host_and_cortex_m7(target: str) -> None:
     assert _rel(got_state.reshape(want_state.shape), want_state) <= 1e-5
 
 
-def _float64_copy(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The same graph in float64: constants, declared types and Casts to float."""
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-
-    def walk(g: GraphProto) -> None:
-        for t in g.initializer:
-            if t.data_type == TensorProto.FLOAT:
-                t.CopyFrom(numpy_helper.from_array(
-                    numpy_helper.to_array(t).astype(np.float64), t.name))
-        for vi in [*g.input, *g.output, *g.value_info]:
-            if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
-                vi.type.tensor_type.elem_type = TensorProto.DOUBLE
-        for node in g.node:
-            for a in node.attribute:
-                if a.type == AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
-                    a.t.CopyFrom(numpy_helper.from_array(
-                        numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
-                if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
-                    a.i = TensorProto.DOUBLE
-            for sub in subgraphs(node):
-                walk(sub)
-
-    walk(out.graph)
-    return out
-
-
 def test_silero_vad_on_the_zoo_inputs() -> None:
     """The zoo's ref stage (``benchmarks/model_zoo.py``): 4 independent rows of standard
     normal input and state at 16 kHz. onnxruntime's Sigmoid approximation is the whole
@@ -160,7 +134,7 @@ def test_silero_vad_on_the_zoo_inputs() -> None:
     exact.CopyFrom(model)
     _exact_sigmoids(exact.graph)
     plain, rewritten = _session(model), _session(exact)
-    f64 = ReferenceEvaluator(_float64_copy(model))
+    f64 = ReferenceEvaluator(float64_copy(model))
     exe = compile_model(load_model(MODEL, input_shapes={"input": (1, 512),
                                                         "state": (2, 1, 128)},
                                    input_values={"sr": 16000}), "ref")
