@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import Calls, CCall, statements
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
@@ -88,7 +89,7 @@ class CArray:
 class KernelCall:
     """What one layer contributes to the generated project (see the module docstring)."""
 
-    call: str
+    call: Calls
     sources: tuple[str, ...] = ()
     arrays: tuple[CArray, ...] = ()
     scratch_bytes: int = 0
@@ -106,6 +107,14 @@ class KernelCall:
     # in the state variable's slot (codegen/memory.py state_aliases): no buffer, no copy.
     state_in_place: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # why at run time: a kernel module that still built C text would otherwise only
+        # fail when a model reaches it
+        if not all(isinstance(c, CCall) for c in statements(self.call)):
+            raise TypeError(f"kernel {self.kernel_name!r}: KernelCall.call must be a CCall or "
+                            f"a tuple of them (edgenn.backends.cortexm.ccall), not "
+                            f"{type(self.call).__name__}")
 
 
 class Kernel(Protocol):

@@ -15,6 +15,7 @@ import hashlib
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import OUT0, Buf, Cast, CCall, Generated
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.movement import TYPES, same_types
 from edgenn.backends.cortexm.targets import Core
@@ -79,8 +80,11 @@ class ConcatWords:
         name = "ccw_" + hashlib.sha1(body.encode()).hexdigest()[:12]
         guard = name.upper() + "_DEFINED"
         code = f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}#endif\n"
-        ins = ", ".join(f"(const uint32_t *)(const void *){{in{i}}}" for i in range(len(words)))
-        return KernelCall(f"{name}_concat({ins}, (uint32_t *)(void *){{out0}});", (),
+        ins = [Cast("const uint32_t *", Cast("const void *", Buf("in", i)))
+               for i in range(len(words))]
+        call = CCall(Generated(f"{name}_concat", self.name, per_layer=False),
+                     (*ins, Cast("uint32_t *", Cast("void *", OUT0))))
+        return KernelCall(call, (),
                           kernel_name=self.name, code=code,
                           comment=f"{outer} rows of {' + '.join(map(str, words))} words")
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Array, Float, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
+from edgenn.backends.cortexm.kernels.common import PortableKernel
 from edgenn.backends.cortexm.kernels.float_elementwise import all_float
 from edgenn.backends.cortexm.kernels.pooling import pool_geometry
 from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
@@ -32,19 +33,18 @@ def _pool(node: Node, graph: Graph) -> KernelCall:
     lo, hi = p.act_min, p.act_max  # as the reference layer clamps (``float_conv._clamp_args``)
     geometry = pool_geometry(p)
     if node.op == "MaxPool2D":
-        call = f"edgenn_maxpool_f32({{in0}}, {{out0}}, {geometry}, {c_float(lo)}, {c_float(hi)});"
+        call = c_call("edgenn_maxpool_f32", IN0, OUT0, *geometry, Float(lo), Float(hi))
         return KernelCall(call, SRC, kernel_name="edgenn_maxpool_f32")
     include = int(p.count_include_pad)
-    call = (f"edgenn_avgpool_f32({{in0}}, {{out0}}, {geometry}, {include}, {c_float(lo)}, "
-            f"{c_float(hi)});")
+    call = c_call("edgenn_avgpool_f32", IN0, OUT0, *geometry, include, Float(lo), Float(hi))
     return KernelCall(call, SRC, kernel_name="edgenn_avgpool_f32")
 
 
 def _softmax(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
-    call = (f"edgenn_softmax_f32({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{c_float(softmax_beta(node))});")
+    call = c_call("edgenn_softmax_f32", IN0, OUT0, x.size // depth, depth,
+                  Float(softmax_beta(node)))
     return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
 
 
@@ -60,8 +60,8 @@ def _reduce(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     out_n = graph.tensor(node.outputs[0]).size
     count = out_n and x.size // out_n
-    call = (f"edgenn_reduce_f32({{in0}}, {{out0}}, {{dims}}, {{out_strides}}, "
-            f"{args(out_n, REDUCE_KIND[node.op], count)});")
+    call = c_call("edgenn_reduce_f32", IN0, OUT0, Array("dims"), Array("out_strides"),
+                  out_n, REDUCE_KIND[node.op], count)
     name = "edgenn_mean_f32" if node.op == "Mean" else f"edgenn_{node.op.lower()}_f32"
     return KernelCall(call, SRC, layout(x.shape, layer.axes), kernel_name=name,
                       comment=f"{node.op} float32 over axes {list(layer.axes)}")
