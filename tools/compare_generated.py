@@ -11,14 +11,19 @@ this twice, once from each checkout (the current directory's ``edgenn`` is the o
 variant; fast or compact generated code), the project ``generate()`` writes (no build, no
 emulation), or ``error.txt`` with the one-line error when the model does not build there
 (both checkouts must then fail alike). ``compare`` prints the number of compared files and
-every file that differs or exists on one side only; exit 1 when anything differs.
+every file that differs or exists on one side only; exit 1 when anything differs. With
+``--ignore-kernel-names`` the layers' kernel names (the ``[name]`` ending the comment above
+each call in model.c, ``"kernel"`` in manifest.json) are compared apart: each renaming is
+counted (old -> new) and a file that differs in nothing else counts as equal.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,10 +106,49 @@ def generate_all(out: Path) -> int:
     return 0
 
 
-def compare(a: Path, b: Path) -> int:
+# the kernel name at the end of a layer's comment in model.c (names may hold brackets:
+# edgenn_fused_chain_s8_dsp[ring_hoisted_pair]), and manifest.json's
+_NAMES = (re.compile(r"^(    +/\* layer \d+: .* )\[(.*)\]( \*/)$"),
+          re.compile(r'^(.*"kernel": ")([^"]*)(".*)$'))
+
+
+def _split_names(text: str) -> tuple[list[str], list[str]]:
+    """The lines with every kernel name blanked, and the names in order."""
+    lines, names = [], []
+    for line in text.splitlines():
+        for pattern in _NAMES:
+            m = pattern.match(line)
+            if m:
+                names.append(m.group(2))
+                line = m.group(1) + m.group(3)
+                break
+        lines.append(line)
+    return lines, names
+
+
+def _same_but_names(pa: Path, pb: Path, renamed: Counter[tuple[str, str]]) -> bool:
+    try:
+        la, na = _split_names(pa.read_text())
+        lb, nb = _split_names(pb.read_text())
+    except UnicodeDecodeError:
+        return False
+    if la != lb or len(na) != len(nb):
+        return False
+    renamed.update((x, y) for x, y in zip(na, nb, strict=True) if x != y)
+    return True
+
+
+def compare(a: Path, b: Path, ignore_names: bool = False) -> int:
     fa = {p.relative_to(a) for p in a.rglob("*") if p.is_file()}
     fb = {p.relative_to(b) for p in b.rglob("*") if p.is_file()}
     differ = sorted(p for p in fa & fb if not filecmp.cmp(a / p, b / p, shallow=False))
+    renamed: Counter[tuple[str, str]] = Counter()
+    if ignore_names:
+        only_names = [p for p in differ if _same_but_names(a / p, b / p, renamed)]
+        for (old, new), n in sorted(renamed.items()):
+            print(f"renamed {old} -> {new}: {n} times")
+        print(f"{len(only_names)} files differ in kernel names only")
+        differ = [p for p in differ if p not in only_names]
     only = sorted(fa ^ fb)
     errors = sum(1 for p in fa & fb if p.name == "error.txt")
     for p in differ:
@@ -123,10 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("a", type=Path)
     cmp_.add_argument("b", type=Path)
+    cmp_.add_argument("--ignore-kernel-names", action="store_true")
     ns = ap.parse_args(argv)
     if ns.command == "generate":
         return generate_all(ns.out)
-    return compare(ns.a, ns.b)
+    return compare(ns.a, ns.b, ns.ignore_kernel_names)
 
 
 if __name__ == "__main__":

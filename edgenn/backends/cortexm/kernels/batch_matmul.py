@@ -65,7 +65,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
         name = "edgenn_batch_matmul_s16"
         call = c_call(name, *common, reduced_multiplier(layer.mult), 15 - layer.shift,
                       layer.out_zp)
-    return KernelCall(call, ("edgenn_batch_matmul.c",), tuple(arrays), kernel_name=name)
+    return KernelCall(call, ("edgenn_batch_matmul.c",), tuple(arrays))
 
 
 register_kernel(PortableKernel("BatchMatMul", "edgenn_batch_matmul", _matches, _prepare,

@@ -144,7 +144,6 @@ def _single_constant_lut(node: Node, graph: Graph) -> KernelCall | None:
     table = binary_int(p, values, const) if index == 0 else binary_int(p, const, values)
     call = c_call("edgenn_lut_s8", Buf("in", index), OUT0, out.size, Array("table"))
     return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", np.asarray(table).reshape(256)),),
-                      kernel_name="edgenn_lut_s8",
                       comment=f"{node.op} int8 with a constant operand, via a 256-entry table",
                       in_place=index == 0)
 
@@ -167,7 +166,7 @@ def elementwise_call(node: Node, graph: Graph, op_code: str, header: tuple[str, 
              and ins[0].dtype.itemsize == out.dtype.itemsize)
     shape = "x".join(map(str, out.shape)) or "scalar"
     return KernelCall(generated("run", kernel_name, *operands, OUT0), header,
-                      tuple(arrays), kernel_name=kernel_name,
+                      tuple(arrays),
                       comment=f"{node.op} {what or out.dtype.value} {shape}, loops "
                               f"{list(loops.dims)}",
                       code=code, in_place=dense)

@@ -62,7 +62,6 @@ def _border_pad(node: Node, graph: Graph) -> KernelCall:
         calls.append(copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays,
                                     str(k)))
     return KernelCall(tuple(calls), SOURCES, tuple(arrays),
-                      kernel_name="edgenn_strided_copy",
                       comment=f"BorderPad {mode} {list(x.shape)} -> {list(y.shape)}")
 
 

@@ -99,7 +99,7 @@ def _unary_code(node: Node, graph: Graph, expr: str, what: str) -> KernelCall:
             f"        const {C_TYPE[x.dtype]} v = in[i];\n"
             f"        out[i] = ({C_TYPE[out.dtype]})({expr});\n    }}\n}}\n")
     name = f"edgenn_{node.op.lower()}_generated"
-    return KernelCall(generated("run", name, IN0, OUT0), HEADER, kernel_name=name,
+    return KernelCall(generated("run", name, IN0, OUT0), HEADER,
                       comment=f"{node.op} {what}, {x.size} values", code=code,
                       in_place=x.dtype.itemsize == out.dtype.itemsize)
 

@@ -1,6 +1,6 @@
 """Concat of whole words, generated for the layer's shape (any core, any element type).
 
-The portable ``edgenn_concat`` runs one generic strided copy per input, whose per-row loop
+The portable Concat runs one generic strided copy per input, whose per-row loop
 and odometer cost ~20 cycles for each slab row; a channel concat of small slabs (the usual
 case: NHWC, the last axis) is mostly that overhead. When no input is rescaled and every
 input's slab (its elements from the axis on) is a whole number of words, this kernel emits
@@ -65,7 +65,7 @@ class ConcatWords:
     """Concat whose input slabs are whole words: one generated row loop."""
 
     op = "Concat"
-    priority = 10  # above the portable edgenn_concat (0)
+    priority = 10  # above the portable Concat (0)
     name = "edgenn_concat_words"
     types = TYPES
 
@@ -85,7 +85,7 @@ class ConcatWords:
         call = CCall(Generated(f"{name}_concat", self.name, per_layer=False),
                      (*ins, Cast("uint32_t *", Cast("void *", OUT0))))
         return KernelCall(call, (),
-                          kernel_name=self.name, code=code,
+                          code=code,
                           comment=f"{outer} rows of {' + '.join(map(str, words))} words")
 
 

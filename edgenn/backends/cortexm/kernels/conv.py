@@ -55,7 +55,6 @@ class PortableConv:
             call=call,
             sources=("edgenn_conv_s8.c",),
             arrays=(CArray("w", "int8_t", p.w), *_quant_arrays(p)),
-            kernel_name=self.name,
         )
 
 
@@ -80,7 +79,6 @@ class PortableDepthwiseConv:
             sources=("edgenn_dwconv_s8.c",),
             arrays=(CArray("w", "int8_t", w), *_quant_arrays(p)),
             scratch_bytes=4 * p.out_c,
-            kernel_name=self.name,
         )
 
 

@@ -793,7 +793,6 @@ class ConvGemm:
             arrays=(CArray("w", "uint32_t", pack_weights(p, plan.packed, plan.chans)),
                     CArray("quant", "int32_t", records(p, plan))),
             scratch_bytes=scratch_bytes(p, plan),
-            kernel_name=self.name,
             comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, "
             f"{plan.pixels}x{plan.chans} SMLAD int8 weights (requant mode {plan.mode}"

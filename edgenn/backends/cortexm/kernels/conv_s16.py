@@ -127,7 +127,7 @@ def _conv(node: Node, graph: Graph) -> KernelCall:
                   p.requant.act_min, p.requant.act_max, ep.mode)
     return KernelCall(
         call=call, sources=("edgenn_conv_s16.c",), arrays=(CArray("w", "int8_t", w), *ep.arrays),
-        scratch_bytes=12 * p.k_h * p.k_w, kernel_name="edgenn_conv_s16",
+        scratch_bytes=12 * p.k_h * p.k_w,
         comment=f"16x8 conv {p.k_h}x{p.k_w}, groups {p.groups}, {ep.mode_name} sums",
         code=ep.code,
     )
@@ -145,7 +145,6 @@ def _dwconv(node: Node, graph: Graph) -> KernelCall:
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_dw.c",),
         arrays=(CArray("w", "int8_t", w), *ep.arrays), scratch_bytes=8 * p.out_c,
-        kernel_name="edgenn_dwconv_s16",
         comment=f"16x8 depthwise {p.k_h}x{p.k_w}, multiplier {p.out_c // p.in_c}, "
                 f"{ep.mode_name} sums",
         code=ep.code,
@@ -162,7 +161,7 @@ def _fc(node: Node, graph: Graph) -> KernelCall:
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_fc.c",),
         arrays=(CArray("w", "int8_t", pair_order(p.w.astype(np.int8))), *ep.arrays),
-        kernel_name="edgenn_fc_s16", comment=f"16x8 dense {depth} -> {co}, {ep.mode_name} sums",
+        comment=f"16x8 dense {depth} -> {co}, {ep.mode_name} sums",
         code=ep.code,
     )
 

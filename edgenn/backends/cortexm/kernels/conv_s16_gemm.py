@@ -384,7 +384,6 @@ class ConvS16Gemm:
             arrays=(CArray("w", "uint32_t", pack_weights(w)),
                     CArray("quant", "int32_t", quant)),
             scratch_bytes=scratch_bytes(g),
-            kernel_name=self.name,
             comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
                     f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks, "
                     f"{ep.mode_name} sums{', one-SMLAL rescale' if mode >= SHIFTED else ''}",

@@ -41,7 +41,7 @@ def _tconv_s8(node: Node, graph: Graph) -> KernelCall:
     call = c_call("edgenn_tconv_s8", IN0, OUT0, *(Array(a.name) for a in arrays), SCRATCH,
                   *window_args(p), p.groups, p.in_zp, p.out_zp, p.act_min, p.act_max)
     return KernelCall(call, SRC, arrays, scratch_bytes=12 * p.k_h * p.k_w,
-                      kernel_name="edgenn_tconv_s8", comment=_comment(p, "int8"))
+                      comment=_comment(p, "int8"))
 
 
 def _tconv_s16(node: Node, graph: Graph) -> KernelCall:
@@ -51,7 +51,7 @@ def _tconv_s16(node: Node, graph: Graph) -> KernelCall:
     call = c_call("edgenn_tconv_s16", IN0, OUT0, *S16_QUANT, SCRATCH, *window_args(p),
                   p.groups, p.requant.act_min, p.requant.act_max, ep.mode)
     return KernelCall(call, SRC, (CArray("w", "int8_t", w), *ep.arrays),
-                      scratch_bytes=12 * p.k_h * p.k_w, kernel_name="edgenn_tconv_s16",
+                      scratch_bytes=12 * p.k_h * p.k_w,
                       comment=f"{_comment(p, '16x8')}, {ep.mode_name} sums", code=ep.code)
 
 

@@ -193,7 +193,7 @@ class TransposeConvGemm:
         return KernelCall(
             call=generated("tconv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h",), arrays=tuple(arrays),
-            scratch_bytes=conv_bytes + out_bytes, kernel_name=self.name,
+            scratch_bytes=conv_bytes + out_bytes,
             comment=f"int8 transposed conv {rec.k_h}x{rec.k_w} stride {sy}x{sx}: "
                     f"{len(chosen)} phase convolutions (conv_gemm)",
             code=code)

@@ -160,7 +160,6 @@ class TransposeConvS16Gemm:
             call=generated("tconv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
             arrays=tuple(arrays), scratch_bytes=conv_bytes + out_bytes,
-            kernel_name=self.name,
             comment=f"16x8 transposed conv {p.k_h}x{p.k_w} stride {sy}x{sx}: "
                     f"{len(geoms)} phase convolutions (conv_s16_gemm)",
             code=code)

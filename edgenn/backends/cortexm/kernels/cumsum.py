@@ -22,7 +22,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
               layer.in_zp, layer.in_mult, layer.in_shift, layer.start, layer.out_mult,
               layer.out_shift, layer.out_zp)
     return KernelCall(c_call("edgenn_cumsum_s8", IN0, OUT0, *values),
-                      ("edgenn_cumsum_s8.c",), kernel_name="edgenn_cumsum_s8")
+                      ("edgenn_cumsum_s8.c",))
 
 
 register_kernel(PortableKernel("CumSum", "edgenn_cumsum_s8", is_int8, _prepare))

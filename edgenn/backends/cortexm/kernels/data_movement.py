@@ -50,7 +50,7 @@ def _reshape(node: Node, graph: Graph) -> KernelCall:
     src = const_operand(node, graph, 0, arrays)
     call = (c_call("edgenn_copy_blocks", src, OUT0, 1, x.nbytes, x.nbytes),
             *requant_tail(requant, OUT0, x.size))
-    return KernelCall(call, MOVE, tuple(arrays), kernel_name="reshape")
+    return KernelCall(call, MOVE, tuple(arrays))
 
 
 def _transpose(node: Node, graph: Graph) -> KernelCall:
@@ -64,7 +64,7 @@ def _transpose(node: Node, graph: Graph) -> KernelCall:
     src = const_operand(node, graph, 0, arrays)
     call = (copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays),
             *requant_tail(move_requant(node, graph), OUT0, x.size))
-    return KernelCall(call, MOVE + SOURCES, tuple(arrays), kernel_name="edgenn_transpose")
+    return KernelCall(call, MOVE + SOURCES, tuple(arrays))
 
 
 def _pad(node: Node, graph: Graph) -> KernelCall:
@@ -85,7 +85,7 @@ def _pad(node: Node, graph: Graph) -> KernelCall:
     call = (c_call("edgenn_pad", src, OUT0, Array("dims"), Array("before"),
                    Array("out_strides"), y.size, Int(value, unsigned=True), x.dtype.itemsize),
             *requant_tail(layer.requant, OUT0, y.size))
-    return KernelCall(call, MOVE, tuple(arrays), kernel_name="edgenn_pad")
+    return KernelCall(call, MOVE, tuple(arrays))
 
 
 def _concat(node: Node, graph: Graph) -> KernelCall:
@@ -112,8 +112,7 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
             calls.append(c_call("edgenn_copy_blocks_requant_s8", src, dst, outer, inner,
                                 out_inner, r.in_zp, r.mult, r.shift, r.out_zp))
         offset += inner  # elements: the input's slab starts there in every outer row
-    return KernelCall(tuple(calls), MOVE + SOURCES, tuple(arrays),
-                      kernel_name="edgenn_concat")
+    return KernelCall(tuple(calls), MOVE + SOURCES, tuple(arrays))
 
 
 # why bool too: a Reshape is a byte copy, and TFLite reshapes comparison results (an IF's
@@ -123,8 +122,10 @@ def _reshapable(node: Node, graph: Graph) -> bool:
     return same_types(node, graph) or dts == {DType.BOOL}
 
 
-register_kernel(PortableKernel("Reshape", "reshape", _reshapable, _reshape,
+register_kernel(PortableKernel("Reshape", "edgenn_copy_blocks", _reshapable, _reshape,
                                (*TYPES, DType.BOOL)))
-register_kernel(PortableKernel("Transpose", "edgenn_transpose", _movable, _transpose, TYPES))
+register_kernel(PortableKernel("Transpose", "edgenn_strided_copy", _movable, _transpose, TYPES))
 register_kernel(PortableKernel("Pad", "edgenn_pad", _movable, _pad, TYPES))
-register_kernel(PortableKernel("Concat", "edgenn_concat", _movable, _concat, TYPES))
+# why the strided copy's name: a concat is one copy per input (a rescaled input's is
+# edgenn_copy_blocks_requant_s8, then the layer is named by its first input's)
+register_kernel(PortableKernel("Concat", "edgenn_strided_copy", _movable, _concat, TYPES))

@@ -448,7 +448,6 @@ class DenseFullyConnected:
             sources=("edgenn_fc_widen_s8_dsp.c",),
             arrays=arrays,
             scratch_bytes=scratch,
-            kernel_name=self.name,
             code=code,
             comment=f"{depth} -> {cout} x{batch}, int8 two-row weight words, 6-row SMLAD",
         )

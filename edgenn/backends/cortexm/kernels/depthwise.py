@@ -869,7 +869,6 @@ class DepthwiseConv:
             sources=("edgenn_dwconv_s8_gen_dsp.h",),
             arrays=(CArray("w", "uint32_t" if hoisted else "int8_t", w), *quant_arrays(plan)),
             scratch_bytes=plan.scratch_bytes,
-            kernel_name=self.name,
             code=generate(plan),
             # why: channel c's input is gathered into the plane before any output byte of
             # channel c is stored, and output (pixel, c) is the only byte written at that

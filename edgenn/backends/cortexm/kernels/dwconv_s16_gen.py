@@ -296,7 +296,6 @@ class DwConvS16Gen:
             call=generated("dw", self.name, IN0, OUT0),
             sources=("edgenn_conv_s16_mac.h",),
             arrays=(CArray("w", "int8_t", w.ravel()), CArray("quant", "int32_t", quant)),
-            kernel_name=self.name,
             comment=f"16x8 depthwise {g.in_h}x{g.in_w}x{g.in_c}, {g.k_h}x{g.k_w} stride "
                     f"{g.stride_h},{g.stride_w}: SMLABB/SMLATT quads",
             code=code)

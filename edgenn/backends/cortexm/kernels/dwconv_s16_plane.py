@@ -305,7 +305,6 @@ class DwConvS16Plane:
             arrays=(CArray("w", "uint32_t", weight_table(p, rc, quant).ravel()),
                     CArray("quant", "int32_t", quant)),
             scratch_bytes=(2 if p.out_c >= 2 else 1) * ph * pw * 2,
-            kernel_name=self.name,
             comment=f"16x8 depthwise {g.in_h}x{g.in_w}x{g.in_c}, {g.k_h}x{g.k_w} stride "
                     f"{g.stride_h},{g.stride_w}: int16 planes, SMLAD tap pairs",
             code=code)

@@ -50,7 +50,7 @@ def _add(node: Node, graph: Graph) -> KernelCall:
     arrays, a, b = _geometry(node, graph)
     call = c_call("edgenn_add_s8", a, b, OUT0, *_GEOMETRY, p.a_zp, p.a_mult, p.a_shift, p.b_zp,
                   p.b_mult, p.b_shift, p.out_mult, p.out_shift, p.out_zp, p.act_min, p.act_max)
-    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_add_s8")
+    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays))
 
 
 def _mul(node: Node, graph: Graph) -> KernelCall:
@@ -58,7 +58,7 @@ def _mul(node: Node, graph: Graph) -> KernelCall:
     arrays, a, b = _geometry(node, graph)
     call = c_call("edgenn_mul_s8", a, b, OUT0, *_GEOMETRY, p.a_zp, p.b_zp, p.mult, p.shift,
                   p.out_zp, p.act_min, p.act_max)
-    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_mul_s8")
+    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays))
 
 
 register_kernel(PortableKernel("Add", "edgenn_add_s8", is_int8, _add))

@@ -286,7 +286,7 @@ def _mode2_call(mul: int, layer: BinaryParams, arrays: list[CArray], ta: np.ndar
         f"{act}, {layer.act_min}, {layer.act_max});\n"
         "    }\n}\n")
     return KernelCall(generated("bin", name, pa, pb, OUT0), ("edgenn_eltwise_s8_dsp.h",),
-                      tuple(arrays), kernel_name=name, comment=comment, code=code)
+                      tuple(arrays), comment=comment, code=code)
 
 
 def scalar_lut(layer: BinaryParams, scalar_index: int, value: int) -> np.ndarray:
@@ -346,7 +346,7 @@ class EltwiseSimd:
             arrays.append(CArray("lut", "int8_t", lut))
             return KernelCall(c_call("edgenn_lut_s8_dsp", x, OUT0, n, Array("lut")),
                               ("edgenn_eltwise_s8_dsp.c",),
-                              tuple(arrays), kernel_name="edgenn_lut_s8_dsp",
+                              tuple(arrays),
                               comment=f"{self.op} with a constant {value}: 256-byte table")
         # the input that repeats goes second (both ops are commutative in TFLite's arithmetic,
         # the tables / zero points are swapped with it)
@@ -369,11 +369,10 @@ class EltwiseSimd:
                           plan["mult"], plan["rshift"], plan["half"], layer.act_min,
                           layer.act_max)
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                              kernel_name="edgenn_add_s8_dsp_smmulr", comment=comment)
+                              comment=comment)
         call = c_call("edgenn_add_s8_dsp", pa, pb, OUT0, n, period, *_TABLES, layer.out_mult,
                       layer.out_shift, layer.out_zp, layer.act_min, layer.act_max)
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                          kernel_name="edgenn_add_s8_dsp",
                           comment=comment)
 
     def _mul(self, layer: BinaryParams, arrays: list[CArray], pa: Arg, pb: Arg, n: int, period: int,
@@ -391,11 +390,10 @@ class EltwiseSimd:
                           plan["left1"], plan["mult"], plan["rshift"], plan["half"],
                           layer.act_min, layer.act_max)
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                              kernel_name="edgenn_mul_s8_dsp_smmulr", comment=comment)
+                              comment=comment)
         call = c_call("edgenn_mul_s8_dsp", pa, pb, OUT0, n, period, za, zb, layer.mult,
                       layer.shift, layer.out_zp, layer.act_min, layer.act_max)
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                          kernel_name="edgenn_mul_s8_dsp",
                           comment=comment)
 
 

@@ -44,7 +44,6 @@ class FastMaxPool:
         call = (c_call("edgenn_maxpool_s8_dsp", IN0, OUT0, *maxpool_args(node, graph)),
                 *requant_tail(p.requant, OUT0, n))
         return KernelCall(call, ("edgenn_maxpool_s8_dsp.c", "edgenn_unary_s8.c"),
-                          kernel_name=self.name,
                           comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x4")
 
 

@@ -59,7 +59,7 @@ def _conv(node: Node, graph: Graph) -> KernelCall:
     bias = _bias(layer, arrays)
     call = c_call("edgenn_conv_f32", IN0, OUT0, Array("w"), bias, *conv_shape(layer),
                   layer.groups, *_clamp_args(layer))
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_conv_f32",
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"Conv2D float32 {layer.k_h}x{layer.k_w}, {layer.groups} group(s)")
 
 
@@ -74,7 +74,7 @@ def _dwconv(node: Node, graph: Graph) -> KernelCall:
     bias = _bias(layer, arrays)
     call = c_call("edgenn_dwconv_f32", IN0, OUT0, Array("w"), bias, *conv_shape(layer),
                   *_clamp_args(layer))
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_dwconv_f32",
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"depthwise Conv2D float32 {layer.k_h}x{layer.k_w}")
 
 
@@ -87,7 +87,7 @@ def _fc(node: Node, graph: Graph) -> KernelCall:
     bias = _bias(layer, arrays)
     call = c_call("edgenn_fc_f32", IN0, OUT0, Array("w"), bias, rows, depth, co,
                   *_clamp_args(layer))
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_fc_f32",
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"FullyConnected float32 {rows} x {depth} -> {co}")
 
 

@@ -88,7 +88,7 @@ def _unary(expr: UnaryExpr) -> Callable[[Node, Graph], KernelCall]:
                 f"    for (int32_t i = 0; i < {n}; i++) {{\n"
                 "        out[i] = @P@_op(in[i]);\n    }\n}\n")
         name = f"edgenn_{node.op.lower()}_f32"
-        return KernelCall(generated("run", name, IN0, OUT0), HEADER, kernel_name=name, code=code,
+        return KernelCall(generated("run", name, IN0, OUT0), HEADER, code=code,
                           comment=f"{node.op} float32, {n} values", in_place=True)
     return prepare
 

@@ -34,10 +34,10 @@ def _pool(node: Node, graph: Graph) -> KernelCall:
     geometry = pool_geometry(p)
     if node.op == "MaxPool2D":
         call = c_call("edgenn_maxpool_f32", IN0, OUT0, *geometry, Float(lo), Float(hi))
-        return KernelCall(call, SRC, kernel_name="edgenn_maxpool_f32")
+        return KernelCall(call, SRC)
     include = int(p.count_include_pad)
     call = c_call("edgenn_avgpool_f32", IN0, OUT0, *geometry, include, Float(lo), Float(hi))
-    return KernelCall(call, SRC, kernel_name="edgenn_avgpool_f32")
+    return KernelCall(call, SRC)
 
 
 def _softmax(node: Node, graph: Graph) -> KernelCall:
@@ -45,7 +45,7 @@ def _softmax(node: Node, graph: Graph) -> KernelCall:
     depth = x.shape[-1]
     call = c_call("edgenn_softmax_f32", IN0, OUT0, x.size // depth, depth,
                   Float(softmax_beta(node)))
-    return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
+    return KernelCall(call, SRC, in_place=True)
 
 
 REDUCE_KIND = {"ReduceSum": 0, "Mean": 1, "ReduceMax": 2, "ReduceMin": 3}
@@ -62,8 +62,7 @@ def _reduce(node: Node, graph: Graph) -> KernelCall:
     count = out_n and x.size // out_n
     call = c_call("edgenn_reduce_f32", IN0, OUT0, Array("dims"), Array("out_strides"),
                   out_n, REDUCE_KIND[node.op], count)
-    name = "edgenn_mean_f32" if node.op == "Mean" else f"edgenn_{node.op.lower()}_f32"
-    return KernelCall(call, SRC, layout(x.shape, layer.axes), kernel_name=name,
+    return KernelCall(call, SRC, layout(x.shape, layer.axes),
                       comment=f"{node.op} float32 over axes {list(layer.axes)}")
 
 
@@ -72,8 +71,7 @@ _KERNELS: list[tuple[str, str, Callable[[Node, Graph], bool],
     ("MaxPool2D", "edgenn_maxpool_f32", all_float, _pool),
     ("AvgPool2D", "edgenn_avgpool_f32", all_float, _pool),
     ("Softmax", "edgenn_softmax_f32", all_float, _softmax),
-    *((op, "edgenn_mean_f32" if op == "Mean" else f"edgenn_{op.lower()}_f32", _reduce_match,
-       _reduce) for op in REDUCE_KIND),
+    *((op, "edgenn_reduce_f32", _reduce_match, _reduce) for op in REDUCE_KIND),
 ]
 for _op, _name, _match, _prepare in _KERNELS:
     register_kernel(PortableKernel(_op, _name, _match, _prepare, F32))

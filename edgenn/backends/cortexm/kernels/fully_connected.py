@@ -19,7 +19,6 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
         sources=("edgenn_fc_s8.c",),
         arrays=(CArray("w", "int8_t", p.w), CArray("bias_folded", "int32_t", p.bias_folded),
                 CArray("mult", "int32_t", p.mult), CArray("shift", "int32_t", p.shift)),
-        kernel_name="edgenn_fc_s8",
     )
 
 

@@ -227,7 +227,6 @@ class FusedChainKernel:
             arrays=(CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
                     CArray("quant", "int32_t", plan.quant)),
             scratch_bytes=plan.scratch_bytes,
-            kernel_name=f"{self.name}[{variant}]",
             comment=f"fused {names}: {variant}, rings {plan.ring_bytes} B",
         )
 

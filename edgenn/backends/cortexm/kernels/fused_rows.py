@@ -264,9 +264,11 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
         if wp is not None:
             r = replace(r, windowed=True, wide=True, pl_off=vp.pad_l * in_c,
                         row_elems=wp.row_elems)
-            # why no call: _wide_member_code calls the window kernel's row function itself
-            call = KernelCall(call=(), sources=("edgenn_conv_s8_gemm_dsp.h",),
-                              arrays=window_conv.arrays(wp), kernel_name=window_conv.NAME,
+            # why no arguments: _wide_member_code calls the row function with the ring's
+            # row pointers itself
+            call = KernelCall(call=generated("wrow", window_conv.NAME),
+                              sources=("edgenn_conv_s8_gemm_dsp.h",),
+                              arrays=window_conv.arrays(wp),
                               code=window_conv.generate(wp))
         rows.append(r)
         calls.append(call)
@@ -586,7 +588,6 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         sources=tuple(sources),
         arrays=tuple(arrays),
         scratch_bytes=plan.scratch_bytes,
-        kernel_name=f"edgenn_fused_chain_s8_dsp[{variant}]",
         comment=(f"fused {names}: {variant}, per-layer kernels "
                  f"({', '.join(c.kernel_name for c in plan.calls)}) over row windows "
                  f"{ring} B"),

@@ -208,7 +208,7 @@ class GeneratedGruF32:
         return KernelCall(
             call=generated("gru", self.name, IN0, OUT0, h0, final, SCRATCH),
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(8 * h + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(8 * h + 15) // 16 * 16, state_in_place=True,
             comment=f"GRU {steps} steps x {batch} rows, {n_input} -> {h}, generated VLDM/VMUL")
 
 

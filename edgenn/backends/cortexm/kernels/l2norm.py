@@ -14,7 +14,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
     call = c_call("edgenn_l2norm_s8", IN0, OUT0, x.size // depth, depth, layer.in_zp)
-    return KernelCall(call, ("edgenn_l2norm_s8.c",), kernel_name="edgenn_l2norm_s8")
+    return KernelCall(call, ("edgenn_l2norm_s8.c",))
 
 
 register_kernel(PortableKernel("L2Norm", "edgenn_l2norm_s8", is_int8, _prepare))

@@ -247,7 +247,7 @@ class GeneratedLstmF32:
         return KernelCall(
             call=generated("lstm", self.name, IN0, OUT0, h0, c0, *finals, SCRATCH),
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(4 * h + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(4 * h + 15) // 16 * 16, state_in_place=True,
             comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {h}, generated VLDM/VMUL")
 
 

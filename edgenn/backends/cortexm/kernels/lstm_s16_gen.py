@@ -270,7 +270,6 @@ class GeneratedLstmS16:
             call=generated("lstm", self.name, IN0, OUT0, h0, c0, *finals, SCRATCH),
             sources=("edgenn_curves_s16.h", "edgenn_sigmoid_table.h", "edgenn_fixed_point.h"),
             arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
-            kernel_name=self.name,
             # why safe: row b's state is read (widened / copied to scratch) before its
             # steps run, and its final state is written after them, at the same offsets
             state_in_place=True,

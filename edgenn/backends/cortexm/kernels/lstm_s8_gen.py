@@ -361,7 +361,6 @@ class GeneratedLstmS8:
             sources=("edgenn_fc_widen_s8_dsp.c", "edgenn_curves_s16.h",
                      "edgenn_sigmoid_table.h"),
             arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
-            kernel_name=self.name,
             # why safe: row b's state is read (widened / copied to scratch) before its
             # steps run, and its final state is written after them, at the same offsets
             state_in_place=True,

@@ -128,7 +128,7 @@ class MaxPoolS16Dsp:
         call = (CCall(Generated(f"{name}_pool", self.name, per_layer=False), (IN0, OUT0)),
                 *requant_tail(p.requant, OUT0, n, DType.INT16))
         sources = ("edgenn_s16_misc_quant.c",) if p.requant is not None else ()
-        return KernelCall(call, sources, kernel_name=self.name, code=code,
+        return KernelCall(call, sources, code=code,
                           comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x2")
 
 

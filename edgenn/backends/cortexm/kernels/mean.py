@@ -30,7 +30,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     return KernelCall(call, ("edgenn_mean_s8.c",),
                       (CArray("dims", "int32_t", padded(shape, RANK)),
                        CArray("out_strides", "int32_t", padded(strides, RANK, 0))),
-                      scratch_bytes=4 * out_n, kernel_name="edgenn_mean_s8")
+                      scratch_bytes=4 * out_n)
 
 
 register_kernel(PortableKernel("Mean", "edgenn_mean_s8", is_int8, _prepare))

@@ -124,7 +124,7 @@ def _single_copy(node: Node, graph: Graph, copy: StridedCopy, name: str) -> Kern
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
     call = copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays)
-    return KernelCall(call, SOURCES, tuple(arrays), kernel_name=name,
+    return KernelCall(call, SOURCES, tuple(arrays),
                       comment=f"{node.op} {list(x.shape)} -> "
                               f"{list(graph.tensor(node.outputs[0]).shape)}")
 
@@ -155,8 +155,7 @@ def _split(node: Node, graph: Graph) -> KernelCall:
         calls.append(copy_statement(node, src, Buf("out", k), copy, x.dtype.itemsize, arrays,
                                     str(k)))
         start += piece[axis]
-    return KernelCall(tuple(calls), SOURCES, tuple(arrays),
-                      kernel_name="edgenn_strided_copy")
+    return KernelCall(tuple(calls), SOURCES, tuple(arrays))
 
 
 # -- space <-> depth ---------------------------------------------------------------------------
@@ -216,7 +215,7 @@ def _gather(node: Node, graph: Graph) -> KernelCall:
         indices = Buf("in", 1)
     call = c_call("edgenn_gather", params, indices, OUT0, groups, outer, x.shape[axis], coords,
                   block)
-    return KernelCall(call, SOURCES, tuple(arrays), kernel_name="edgenn_gather",
+    return KernelCall(call, SOURCES, tuple(arrays),
                       comment=f"Gather axis {axis} batch_dims {bd}")
 
 

@@ -1083,7 +1083,6 @@ def prepare_plan(plan: Plan, name: str = "edgenn_conv_s8_1x1_dsp") -> KernelCall
         sources=("edgenn_conv_s8_1x1_dsp.h",),
         arrays=tuple(arrays),
         scratch_bytes=scratch_bytes(plan),
-        kernel_name=name,
         comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, 1x1 stride "
         f"{p.stride_h},{p.stride_w}, 2x4 SMLAD blocks, {how}",
         code=generate_compact_code(plan) if plan.compact else generate_code(plan),

@@ -519,7 +519,6 @@ class PointwiseS16:
             call=generated("conv", self.name, IN0, OUT0),
             sources=("edgenn_conv_s16_mac.h",),
             arrays=arrays,
-            kernel_name=self.name,
             comment=f"16x8 1x1 {g.npix} pixels x {g.in_c} -> {co}: 2x4 SMLAD blocks, "
                     f"{ep.mode_name} sums{RESCALE.get(mode, '')}",
             code=code + shared_code(g, mode),

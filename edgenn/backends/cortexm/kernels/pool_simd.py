@@ -116,7 +116,6 @@ class AvgPoolSimd:
             name = "edgenn_avgpool_s8_global_dsp"
             return KernelCall((generated("gap", name, IN0, OUT0), *tail),
                               ("edgenn_avgpool_s8_dsp.h", "edgenn_unary_s8.c"),
-                              kernel_name=name,
                               comment=comment + ", global",
                               code=code)
         call = (c_call("edgenn_avgpool_s8_dsp", IN0, OUT0, SCRATCH, *pool_geometry(p),
@@ -125,7 +124,7 @@ class AvgPoolSimd:
                           (CArray("records", "int32_t", i32(records)),),
                           # the int32 row of sums only serves windows summed in passes
                           scratch_bytes=4 * c if int(records[:, 0].max()) > MAX_PASS else 0,
-                          kernel_name=self.name, comment=comment)
+                          comment=comment)
 
 
 register_kernel(AvgPoolSimd())
@@ -153,7 +152,7 @@ class MeanSimd:
         final = (f"{{0u, 0, 0, 0, -128, 127, 1, {layer.in_zp * layer.count}, {layer.mult}, "
                  f"{layer.shift}, {layer.out_zp}}}")
         return KernelCall(generated("gap", self.name, IN0, OUT0), ("edgenn_avgpool_s8_dsp.h",),
-                          kernel_name=self.name, comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
+                          comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
                           code=global_pool_code(c, h * w, final))
 
 

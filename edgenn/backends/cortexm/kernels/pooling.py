@@ -46,7 +46,7 @@ def _max(node: Node, graph: Graph) -> KernelCall:
     suffix, sources, _ = _TYPES[dtype]
     call = (c_call(f"edgenn_maxpool_{suffix}", IN0, OUT0, *geometry, p.act_min, p.act_max),
             *requant_tail(p.requant, OUT0, n, dtype))
-    return KernelCall(call, sources, kernel_name=f"edgenn_maxpool_{suffix}")
+    return KernelCall(call, sources)
 
 
 def _avg(node: Node, graph: Graph) -> KernelCall:
@@ -57,7 +57,7 @@ def _avg(node: Node, graph: Graph) -> KernelCall:
     call = (c_call(f"edgenn_avgpool_{suffix}", IN0, OUT0, SCRATCH, *geometry, include, p.in_zp,
                    p.act_min, p.act_max),
             *requant_tail(p.requant, OUT0, n, dtype))
-    return KernelCall(call, sources, scratch_bytes=4 * c, kernel_name=f"edgenn_avgpool_{suffix}")
+    return KernelCall(call, sources, scratch_bytes=4 * c)
 
 
 for _match, _dtype in ((is_int8, DType.INT8), (is_int16, DType.INT16)):

@@ -40,7 +40,7 @@ def _quantize(node: Node, graph: Graph) -> KernelCall:
         fn = _REQUANT[io_types(node, graph)]
         extra = [r.act_min, r.act_max] if fn == "edgenn_requant_s16_s16" else []
         call = c_call(fn, IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp, *extra)
-        return KernelCall(call, SRC, kernel_name=fn)
+        return KernelCall(call, SRC)
 
     return quantize_call(node, graph, "s16", SRC, requant)
 

@@ -29,7 +29,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     fn = _REQUANT[io_types(node, graph)]
     n = graph.tensor(node.inputs[0]).size
     call = c_call(fn, IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp)
-    return KernelCall(call, SRC, kernel_name=fn)
+    return KernelCall(call, SRC)
 
 
 register_kernel(PortableKernel("Quantize", "edgenn_requant_s32", _matches, _prepare,

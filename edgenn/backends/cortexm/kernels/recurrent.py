@@ -125,7 +125,7 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
     return KernelCall(
         call=c_call(fn, PARAMS, IN0, OUT0, h0, c0, *finals, SCRATCH),
         sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
-        scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
+        scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))),
         state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
 
@@ -167,7 +167,7 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
     return KernelCall(
         call=c_call("edgenn_lstm_f32", PARAMS, IN0, OUT0, h0, c0, *finals, SCRATCH),
         sources=("edgenn_lstm_f32.c",), arrays=tuple(arrays), code=code,
-        scratch_bytes=_aligned16(24 * layer.n_cell), kernel_name="edgenn_lstm_f32",
+        scratch_bytes=_aligned16(24 * layer.n_cell),
         state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
 
@@ -215,7 +215,6 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
         call=c_call("edgenn_svdf_s8", PARAMS, IN0, OUT0, state0, _state_out(node), SCRATCH),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         state_in_place=True,
-        kernel_name="edgenn_svdf_s8",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 
@@ -239,7 +238,6 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
         call=c_call("edgenn_svdf_f32", PARAMS, IN0, OUT0, state0, _state_out(node), SCRATCH),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         state_in_place=True,
-        kernel_name="edgenn_svdf_f32",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 

@@ -55,8 +55,7 @@ def _extreme(node: Node, graph: Graph) -> KernelCall:
         call += (c_call("edgenn_requant_s8", OUT0, OUT0, out_n, r.in_zp, r.mult, r.shift,
                         r.out_zp, r.act_min, r.act_max),)
         sources = (*SRC, "edgenn_unary_s8.c")
-    return KernelCall(call, sources, layout(layer.in_shape, layer.axes),
-                      kernel_name="edgenn_reduce_extreme_s8")
+    return KernelCall(call, sources, layout(layer.in_shape, layer.axes))
 
 
 def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
@@ -67,8 +66,7 @@ def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
     call = c_call(f"edgenn_reduce_sum_{suffix}", IN0, OUT0, SCRATCH, Array("dims"),
                   Array("out_strides"), out_n, offset, mult, shift, out_zp)
     shape = graph.tensor(node.inputs[0]).shape
-    return KernelCall(call, SRC, layout(shape, layer.axes), scratch_bytes=4 * out_n,
-                      kernel_name=f"edgenn_reduce_sum_{suffix}")
+    return KernelCall(call, SRC, layout(shape, layer.axes), scratch_bytes=4 * out_n)
 
 
 def _sum(node: Node, graph: Graph) -> KernelCall:
@@ -85,7 +83,7 @@ def _arg(node: Node, graph: Graph) -> KernelCall:
     inner = int(np.prod(shape[layer.axis + 1:], dtype=np.int64))
     call = c_call("edgenn_arg_s8", IN0, OUT0, outer, shape[layer.axis], inner,
                   int(layer.largest), int(layer.last))
-    return KernelCall(call, SRC, kernel_name="edgenn_arg_s8")
+    return KernelCall(call, SRC)
 
 
 def _int8(node: Node, graph: Graph) -> bool:

@@ -52,14 +52,12 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
                       Array("rows"), Array("cols"))
         return KernelCall((call, *tail), SRC + extra,
                           (CArray("rows", "int32_t", layer.rows),
-                           CArray("cols", "int32_t", layer.cols)),
-                          kernel_name="edgenn_resize_nearest")
+                           CArray("cols", "int32_t", layer.cols)))
     call = c_call("edgenn_resize_bilinear_s8", IN0, OUT0, w, c, oh, ow, Array("y_taps"),
                   Array("x_taps"))
     return KernelCall((call, *tail), SRC + extra,
                       (CArray("y_taps", "int32_t", _taps(layer.y_taps)),
-                       CArray("x_taps", "int32_t", _taps(layer.x_taps))),
-                      kernel_name="edgenn_resize_bilinear_s8")
+                       CArray("x_taps", "int32_t", _taps(layer.x_taps))))
 
 
 register_kernel(PortableKernel("Resize", "edgenn_resize", _matches, _prepare,

@@ -19,8 +19,7 @@ def gemmlowp_softmax_call(node: Node, graph: Graph, function: str, source: str) 
                   Array("acc_lut"), layer.diff_min)
     return KernelCall(call, (source,),
                       (CArray("exp_lut", "int32_t", layer.exp_lut),
-                       CArray("acc_lut", "int32_t", layer.acc_lut)),
-                      kernel_name=function)
+                       CArray("acc_lut", "int32_t", layer.acc_lut)))
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:

@@ -20,8 +20,7 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
                   layer.shift, Array("exp_lut"), Array("recip_lut"))
     return KernelCall(call, ("edgenn_s16_misc_softmax.c",),
                       (CArray("exp_lut", "int16_t", layer.exp_lut),
-                       CArray("recip_lut", "int16_t", layer.recip_lut)),
-                      kernel_name="edgenn_softmax_s16")
+                       CArray("recip_lut", "int16_t", layer.recip_lut)))
 
 
 def _is_int8_to_int16(node: Node, graph: Graph) -> bool:

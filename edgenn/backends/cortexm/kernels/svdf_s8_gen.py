@@ -338,7 +338,7 @@ class GeneratedSvdfS8:
         return KernelCall(
             call=generated("svdf", self.name, IN0, OUT0, state0, new_state, SCRATCH),
             sources=("edgenn_fc_widen_s8_dsp.c",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(scratch + 15) // 16 * 16, state_in_place=True,
             comment=(f"SVDF {s.filters} filters x {s.memory} memory, rank "
                      f"{s.rank}, generated SMLAD"))
 

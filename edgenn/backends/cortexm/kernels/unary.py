@@ -29,17 +29,17 @@ def _clamp(node: Node, graph: Graph) -> KernelCall:
     n = _n(node, graph)
     if not p.requant:
         return KernelCall(c_call("edgenn_clamp_s8", IN0, OUT0, n, p.act_min, p.act_max),
-                          SRC, kernel_name="edgenn_clamp_s8")
+                          SRC)
     call = c_call("edgenn_requant_s8", IN0, OUT0, n, p.in_zp, p.mult, p.shift, p.out_zp,
                   p.act_min, p.act_max)
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
+    return KernelCall(call, SRC)
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
     table = prepare_curve(node, graph).table
     assert table is not None  # int8 input (is_int8)
     return KernelCall(c_call("edgenn_lut_s8", IN0, OUT0, _n(node, graph), Array("table")), SRC,
-                      (CArray("table", "int8_t", table),), kernel_name="edgenn_lut_s8")
+                      (CArray("table", "int8_t", table),))
 
 
 def _is_float_to_int8(node: Node, graph: Graph) -> bool:
@@ -60,11 +60,11 @@ def quantize_call(node: Node, graph: Graph, suffix: str, sources: tuple[str, ...
     if p.from_float:
         call = c_call(f"edgenn_quantize_f32_{suffix}", IN0, OUT0, n, Float(p.out_scale),
                       p.out_zp)
-        return KernelCall(call, sources, kernel_name=f"edgenn_quantize_f32_{suffix}")
+        return KernelCall(call, sources)
     if p.requant is None:  # the same type and parameters
         size = n * graph.tensor(node.inputs[0]).dtype.itemsize
         return KernelCall(c_call("edgenn_copy_blocks", IN0, OUT0, 1, size, size),
-                          ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
+                          ("edgenn_move.c",))
     return requant(p.requant, n)
 
 
@@ -74,13 +74,13 @@ def dequantize_call(node: Node, graph: Graph, suffix: str,
     p = prepare_dequantize(node, graph)
     name = f"edgenn_dequantize_{suffix}_f32"
     call = c_call(name, IN0, OUT0, _n(node, graph), Float(p.in_scale, double=True), p.in_zp)
-    return KernelCall(call, sources, kernel_name=name)
+    return KernelCall(call, sources)
 
 
 def _requant_s8(r: Requant, n: int) -> KernelCall:
     call = c_call("edgenn_requant_s8", IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp, -128,
                   127)
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
+    return KernelCall(call, SRC)
 
 
 def _quantize(node: Node, graph: Graph) -> KernelCall:
@@ -112,7 +112,7 @@ def _requant_u8(node: Node, graph: Graph) -> KernelCall:
     assert r is not None  # int8 -> uint8 always changes the type
     call = c_call("edgenn_requant_s8_u8", IN0, OUT0, _n(node, graph), r.in_zp, r.mult, r.shift,
                   r.out_zp)
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8_u8")
+    return KernelCall(call, SRC)
 
 
 register_kernel(PortableKernel("Quantize", "edgenn_requant_s8_u8", _requant_u8_match,

@@ -49,14 +49,14 @@ def int8_table(node: Node, graph: Graph) -> np.ndarray:
 def _lut(node: Node, graph: Graph) -> KernelCall:
     call = c_call("edgenn_lut_s8", IN0, OUT0, _n(node, graph), Array("table"))
     return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", int8_table(node, graph)),),
-                      kernel_name="edgenn_lut_s8", comment=f"{node.op} int8 via 256-entry table",
+                      comment=f"{node.op} int8 via 256-entry table",
                       in_place=True)
 
 
 def _s16(function: str, node: Node, graph: Graph, *values: Arg | int | float,
          sources: tuple[str, ...] = S16_SRC, arrays: tuple[CArray, ...] = ()) -> KernelCall:
     call = c_call(function, IN0, OUT0, _n(node, graph), *values)
-    return KernelCall(call, sources, arrays, kernel_name=function, in_place=True)
+    return KernelCall(call, sources, arrays, in_place=True)
 
 
 def _leaky_relu(node: Node, graph: Graph) -> KernelCall:
