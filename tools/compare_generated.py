@@ -7,7 +7,8 @@ this twice, once from each checkout (the current directory's ``edgenn`` is the o
     cd /work/wt/x && python tools/compare_generated.py generate /tmp/gen_x
     python tools/compare_generated.py compare /tmp/gen_main /tmp/gen_x
 
-``generate`` writes, per model and configuration (core; fuse none or all with a ring
+``generate`` writes, per model (and per case of the single-operator conformance suite) and
+configuration (core; fuse none or all with a ring
 variant; fast or compact generated code), the project ``generate()`` writes (no build, no
 emulation), or ``error.txt`` with the one-line error when the model does not build there
 (both checkouts must then fail alike). ``compare`` prints the number of compared files and
@@ -81,6 +82,31 @@ def _fusion_graphs() -> list[tuple[str, object]]:
     ]
 
 
+def _conformance(out: Path) -> list[tuple[str, object]]:
+    """Every single-operator case of the conformance suite (tests/conformance), one model each:
+    the kernels no whole model reaches."""
+    import tempfile
+
+    sys.path.append(str(ROOT))  # after the checkout run from: its edgenn stays the one
+    from edgenn.api import load_model
+    from tests.conformance.cases import by_op  # type: ignore[import-not-found]
+    from tests.conformance.spec import model_bytes  # type: ignore[import-not-found]
+
+    found: list[tuple[str, object]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for cases in by_op().values():
+            for case in cases:
+                name = "conformance_" + "".join(ch if ch.isalnum() else "_" for ch in case.id)
+                path = Path(tmp) / "case.tflite"
+                path.write_bytes(model_bytes([case]))
+                try:
+                    found.append((name, load_model(path)))
+                except Exception as e:  # noqa: BLE001
+                    (out / name).mkdir(parents=True, exist_ok=True)
+                    (out / name / "error.txt").write_text(f"{type(e).__name__}: {e}\n")
+    return found
+
+
 def generate_all(out: Path) -> int:
     from edgenn.api import load_model
 
@@ -93,8 +119,12 @@ def generate_all(out: Path) -> int:
             d.mkdir(parents=True, exist_ok=True)
             (d / "error.txt").write_text(f"{type(e).__name__}: {e}\n")
     cases += _fusion_graphs()
-    for name, graph in cases:
+    single = _conformance(out)
+    for name, graph in cases + single:
+        one_op = name.startswith("conformance_")
         for core, fuse, variant, compact in _configs(name):
+            if one_op and fuse != "none":  # a single operator: no chain to fuse
+                continue
             tag = f"{core}_{fuse}{'_' + variant if variant else ''}{'_compact' if compact else ''}"
             d = out / name / tag
             d.mkdir(parents=True, exist_ok=True)
