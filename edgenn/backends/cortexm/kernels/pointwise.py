@@ -84,7 +84,7 @@ from edgenn.backends.cortexm.ccall import (
     Cast,
     CCall,
     Generated,
-    Int,
+    c_call,
     generated,
 )
 from edgenn.backends.cortexm.codesize import is_compact
@@ -1010,9 +1010,9 @@ def generate_compact_code(plan: Plan) -> str:
 def compact_call(plan: Plan, name: str) -> CCall:
     """The call of the compact code's shared function of the plan's variant."""
     p = plan.p
-    return CCall(Generated(f"pwc_run_{compact_variant(plan)}", name, per_layer=False),
-                 (*_STREAM, *map(Int, (p.out_h * p.out_w, p.in_c, p.out_c, plan.kp, p.out_w,
-                                       p.stride_h * p.in_w * p.in_c, p.stride_w * p.in_c))))
+    return c_call(Generated(f"pwc_run_{compact_variant(plan)}", name, per_layer=False),
+                  *_STREAM, p.out_h * p.out_w, p.in_c, p.out_c, plan.kp, p.out_w,
+                  p.stride_h * p.in_w * p.in_c, p.stride_w * p.in_c)
 
 
 # the input, the output, the scratch pixel pair and the weight stream every variant takes
