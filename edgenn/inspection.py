@@ -25,7 +25,7 @@ from edgenn.passes.skip import config_peak, find_blocks
 
 def target_kernels(graph: Graph, target: str) -> list[str | None]:
     """Per layer, the kernel the registry picks on ``target`` by the one name it has
-    everywhere (manifest.json, ``bench``): the C symbol of its ``KernelCall.kernel_name``;
+    everywhere (manifest.json, ``bench``): ``KernelCall.kernel_name``, its call's symbol;
     the plug-in's name where its prepare refuses the node; None where no kernel runs it."""
     core = get_core(target)
     names: list[str | None] = []

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
+from edgenn.backends.cortexm.ccall import statements
 from edgenn.backends.cortexm.kernels import pointwise as pw
 from edgenn.backends.cortexm.kernels.conv import conv_params
 from edgenn.backends.cortexm.selection import select_kernel
@@ -282,7 +283,7 @@ def test_compact_code_is_shared_between_layers() -> None:
         calls.append(pw.prepare_plan(plan))
         assert pw.pack_stream(plan).size == plan.groups * (4 + 2 * plan.kp + 2 * pw.GROUP)
         assert not pw._straight(plan)
-    names = [c.call.split("(")[0] for c in calls]
+    names = [statements(c.call)[0].symbol for c in calls]  # the shared function of the variant
     assert names[0] == names[1] == names[2]  # Cin 40 (general) ... and
     assert calls[0].code == calls[1].code  # identical text: guarded, defined once in model.c
     g2 = chain_graph(rng, (4, 4), 8, [(40, (1, 1), Activation.RELU),

@@ -4,30 +4,35 @@ A kernel is a Python object that knows one C implementation of one IR operator:
 
 * ``op`` (the IR operator name), ``priority`` (the highest-priority kernel whose
   ``matches`` returns True is chosen; portable kernels use priority 0, DSP kernels more),
-  ``name`` (shown in manifest.json and bench tables);
+  ``name`` (the plug-in's: docs/operators.md, and ``inspect`` where its prepare refuses a
+  node; a layer's kernel name is its call's, ``KernelCall.kernel_name``);
 * ``matches(node, graph, core)``: can this kernel run this node on this core?
 * ``prepare(node, graph, core) -> KernelCall``: everything the generator needs; the layer's
   constants come from its typed record (``edgenn.prepared``, the reference layer's too),
   never from a reference layer (``tests/test_lint.py``).
 
-``KernelCall.call`` is a Python format string (literal C braces doubled: ``{{ }}``) with
-these placeholders, replaced by the generator:
+``KernelCall.call`` is a typed call (``edgenn.backends.cortexm.ccall``): a ``CCall`` of a
+symbol and typed arguments, or a tuple of them run in order; the generator renders it:
 
-* ``{in0}``, ``{in1}``, ... : the node's inputs that live in the arena, as typed pointers
+* ``Buf("in", k)`` (``IN0``): input ``k`` in the arena, a typed pointer
   (``((int8_t *)(edgenn_arena + 1024))``; ``float *`` for float32). Inputs that are
-  constants are NOT arena placeholders: the kernel emits them as ``arrays`` itself;
-* ``{out0}``, ... : the outputs, the same way;
-* ``{scratch}``: ``((void *)(edgenn_arena + OFFSET))``, ``scratch_bytes`` bytes, 16-aligned,
-  alive only during this layer (``NULL`` when ``scratch_bytes`` is 0);
-* ``{<array name>}``: each entry of ``arrays`` by its local name; the generator gives it a
+  constants are not arena tensors: the kernel emits them as ``arrays`` itself;
+* ``Buf("out", k)`` (``OUT0``): the outputs, the same way;
+* ``SCRATCH``: ``((void *)(edgenn_arena + OFFSET))``, ``scratch_bytes`` bytes, 16-aligned,
+  alive only during this layer (``((void *)0)`` when ``scratch_bytes`` is 0);
+* ``Array(name)``: an entry of ``arrays`` by its local name; the generator gives it a
   unique C name (``l3_w``) and declares it ``static const <ctype> NAME[] aligned(4)``;
-* ``{prefix}``: the layer's unique C prefix (``l3``).
+* ``Local(name)``, ``Generated(fn, kernel)``: a symbol of the layer's ``code``
+  (``@P@_<name>``), the function it generated; ``Int``, ``Float``, ``NULL``, ``Cast``,
+  ``AddressOf``, ``Offset``.
+
+``kernel_name`` is derived from the call (its symbol, or the generator of a generated
+function): the kernel's one name in model.c, manifest.json, ``inspect`` and ``bench``.
 
 ``code`` is C text the generator writes into model.c after the layer's arrays: functions
-specialised for this layer's shape (unrolled loops with the shape's constants). It is not a
-format string (C braces stay single); every ``@P@`` in it becomes the layer's prefix, so a
-function is named ``@P@_conv`` and the call says ``{prefix}_conv(...)``; arrays are
-``@P@_<local name>``.
+specialised for this layer's shape (unrolled loops with the shape's constants). Every ``@P@``
+in it becomes the layer's prefix, so a function is named ``@P@_conv`` and the call is
+``generated("conv", name, ...)``; arrays are ``@P@_<local name>``.
 
 ``sources`` names files under ``edgenn/backends/cortexm/c/``: each ``x.c`` is compiled and
 linked and its ``x.h`` included by model.c; a ``y.h`` entry is only included (for
@@ -45,6 +50,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import Calls, CCall, call_name, statements
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
@@ -88,11 +94,10 @@ class CArray:
 class KernelCall:
     """What one layer contributes to the generated project (see the module docstring)."""
 
-    call: str
+    call: Calls
     sources: tuple[str, ...] = ()
     arrays: tuple[CArray, ...] = ()
     scratch_bytes: int = 0
-    kernel_name: str = ""
     # a short comment placed above the call in model.c (shapes, parameters)
     comment: str = ""
     code: str = ""  # per-layer generated C (see the module docstring), "@P@" = layer prefix
@@ -106,6 +111,19 @@ class KernelCall:
     # in the state variable's slot (codegen/memory.py state_aliases): no buffer, no copy.
     state_in_place: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # why at run time: a kernel module that still built C text would otherwise only
+        # fail when a model reaches it
+        if not all(isinstance(c, CCall) for c in statements(self.call)):
+            raise TypeError("KernelCall.call must be a CCall or a tuple of them "
+                            f"(edgenn.backends.cortexm.ccall), not {self.call!r:.80}")
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's one name (manifest.json, ``inspect``, ``bench``, the comment in
+        model.c): its call's, the C symbol or the generator of a generated function."""
+        return call_name(self.call)
 
 
 class Kernel(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from edgenn.backends.c_literals import c_literal
+from edgenn.backends.cortexm.ccall import render_calls
 from edgenn.backends.cortexm.codegen.names import c_comment
 from edgenn.backends.cortexm.kernel import CArray, KernelCall
 from edgenn.ir import Graph
@@ -37,11 +38,9 @@ def render(kcall: KernelCall, prefix: str, pointers: Mapping[str, str]) -> tuple
         decls.append(kcall.code.replace("@P@", prefix))
     mapping = {**pointers, **names, "prefix": prefix}
     try:
-        call = kcall.call.format_map(mapping)
-    except KeyError as e:
-        raise ValueError(
-            f"kernel {kcall.kernel_name!r}: unknown placeholder {e} in its call") from None
-    return decls, call
+        return decls, render_calls(kcall.call, mapping)
+    except ValueError as e:
+        raise ValueError(f"kernel {kcall.kernel_name!r}: {e}") from None
 
 
 def layer_comment(graph: Graph, calls: list[KernelCall], i: int, indent: str = "") -> str:

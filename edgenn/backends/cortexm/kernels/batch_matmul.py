@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from edgenn.arith.fixed_point_s16 import reduced_multiplier
+from edgenn.backends.cortexm.ccall import OUT0, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     const_operand,
 )
 from edgenn.ir import DType, Graph, Node
@@ -52,23 +52,20 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
               CArray("b_off", "int32_t", batch_offsets(out_batch, b.shape))]
     pa, pb = const_operand(node, graph, 0, arrays), const_operand(node, graph, 1, arrays)
     batches = int(np.prod(out_batch, dtype=np.int64))
-    dims = args(batches)
-    shape = args(m, n, k, int(layer.adj_x), int(layer.adj_y))
+    common = (pa, pb, OUT0, batches, Array("a_off"), Array("b_off"), m, n, k, int(layer.adj_x),
+              int(layer.adj_y))
     if a.dtype is DType.FLOAT32:
-        call = (f"edgenn_batch_matmul_f32({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
-                f"{shape});")
         name = "edgenn_batch_matmul_f32"
+        call = c_call(name, *common)
     elif a.dtype is DType.INT8:
-        q = args(layer.a_zp, layer.b_zp, layer.mult, layer.shift, layer.out_zp)
-        call = (f"edgenn_batch_matmul_s8({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, {{b_off}}, "
-                f"{shape}, {q});")
         name = "edgenn_batch_matmul_s8"
+        call = c_call(name, *common, layer.a_zp, layer.b_zp, layer.mult, layer.shift,
+                      layer.out_zp)
     else:
-        q = args(reduced_multiplier(layer.mult), 15 - layer.shift, layer.out_zp)
-        call = (f"edgenn_batch_matmul_s16({pa}, {pb}, {{out0}}, {dims}, {{a_off}}, "
-                f"{{b_off}}, {shape}, {q});")
         name = "edgenn_batch_matmul_s16"
-    return KernelCall(call, ("edgenn_batch_matmul.c",), tuple(arrays), kernel_name=name)
+        call = c_call(name, *common, reduced_multiplier(layer.mult), 15 - layer.shift,
+                      layer.out_zp)
+    return KernelCall(call, ("edgenn_batch_matmul.c",), tuple(arrays))
 
 
 register_kernel(PortableKernel("BatchMatMul", "edgenn_batch_matmul", _matches, _prepare,

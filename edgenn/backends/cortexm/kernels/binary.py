@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgenn.backends.c_literals import C_TYPE
+from edgenn.backends.cortexm.ccall import OUT0, Array, Buf, c_call, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -141,9 +142,8 @@ def _single_constant_lut(node: Node, graph: Graph) -> KernelCall | None:
     values = np.arange(-128, 128, dtype=np.int64)
     p = prepare_binary(node, graph)
     table = binary_int(p, values, const) if index == 0 else binary_int(p, const, values)
-    call = f"edgenn_lut_s8({{in{index}}}, {{out0}}, {out.size}, {{table}});"
+    call = c_call("edgenn_lut_s8", Buf("in", index), OUT0, out.size, Array("table"))
     return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", np.asarray(table).reshape(256)),),
-                      kernel_name="edgenn_lut_s8",
                       comment=f"{node.op} int8 with a constant operand, via a 256-entry table",
                       in_place=index == 0)
 
@@ -165,8 +165,8 @@ def elementwise_call(node: Node, graph: Graph, op_code: str, header: tuple[str, 
     dense = (not ins[0].is_const and ins[0].shape == out.shape
              and ins[0].dtype.itemsize == out.dtype.itemsize)
     shape = "x".join(map(str, out.shape)) or "scalar"
-    return KernelCall(f"{{prefix}}_run({', '.join(operands)}, {{out0}});", header,
-                      tuple(arrays), kernel_name=kernel_name,
+    return KernelCall(generated("run", kernel_name, *operands, OUT0), header,
+                      tuple(arrays),
                       comment=f"{node.op} {what or out.dtype.value} {shape}, loops "
                               f"{list(loops.dims)}",
                       code=code, in_place=dense)

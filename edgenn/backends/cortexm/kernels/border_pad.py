@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+from edgenn.backends.cortexm.ccall import OUT0
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import PortableKernel, const_operand, dense_strides
 from edgenn.backends.cortexm.kernels.movement import (
@@ -58,10 +59,9 @@ def _border_pad(node: Node, graph: Graph) -> KernelCall:
             src_offset=sum(start * s for (_, _, start, _), s in zip(box, src_dense,
                                                                     strict=True)),
             dst_offset=sum(o * s for (o, _, _, _), s in zip(box, dst_dense, strict=True)))
-        calls.append(copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays,
+        calls.append(copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays,
                                     str(k)))
-    return KernelCall("\n    ".join(calls), SOURCES, tuple(arrays),
-                      kernel_name="edgenn_strided_copy",
+    return KernelCall(tuple(calls), SOURCES, tuple(arrays),
                       comment=f"BorderPad {mode} {list(x.shape)} -> {list(y.shape)}")
 
 

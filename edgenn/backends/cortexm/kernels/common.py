@@ -7,9 +7,11 @@ from typing import Any
 
 from edgenn.arith.fixed_point import int32_array as i32  # noqa: F401  (kernels import it here)
 from edgenn.backends.c_literals import C_TYPE, c_double, c_float  # noqa: F401  (kernels import them here)
+from edgenn.backends.cortexm.ccall import Arg, Array, Buf
 from edgenn.backends.cortexm.kernel import CArray
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
+from edgenn.prepared.conv import ConvGeometry
 
 
 def is_int8(node: Node, graph: Graph) -> bool:
@@ -35,17 +37,25 @@ def args(*values: Any) -> str:
     return ", ".join(str(int(v)) if not isinstance(v, str) else v for v in values)
 
 
-def const_operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) -> str:
-    """Placeholder for input ``index``: ``{in<i>}`` in the arena, or an emitted constant."""
+def const_operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) -> Arg:
+    """The call argument of input ``index``: the tensor in the arena, or an emitted constant
+    (appended to ``arrays`` as ``k<index>``)."""
     t = graph.tensor(node.inputs[index])
     if not t.is_const:
-        return f"{{in{index}}}"
+        return Buf("in", index)
     assert t.data is not None
     ctype = C_TYPE.get(t.dtype)
     if ctype is None:
         raise UnsupportedOperatorError(f"{node}: constant input of type {t.dtype.value}")
     arrays.append(CArray(f"k{index}", ctype, t.data))
-    return f"{{k{index}}}"
+    return Array(f"k{index}")
+
+
+def conv_shape(g: ConvGeometry) -> tuple[int, ...]:
+    """in_h .. pad_l of a convolution's geometry (``edgenn.prepared.conv.ConvGeometry``):
+    the common part of the windowed kernels' arguments."""
+    return (g.in_h, g.in_w, g.in_c, g.out_h, g.out_w, g.out_c, g.k_h, g.k_w, g.stride_h,
+            g.stride_w, g.dil_h, g.dil_w, g.pad_t, g.pad_l)
 
 
 def padded(dims: Iterable[int], rank: int, fill: int = 1) -> list[int]:

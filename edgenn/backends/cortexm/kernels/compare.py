@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from edgenn.backends.c_literals import C_TYPE
+from edgenn.backends.cortexm.ccall import IN0, OUT0, generated
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.binary import elementwise_call
 from edgenn.backends.cortexm.kernels.common import PortableKernel
@@ -97,8 +98,8 @@ def _unary_code(node: Node, graph: Graph, expr: str, what: str) -> KernelCall:
             f"{{\n    for (int32_t i = 0; i < {x.size}; i++) {{\n"
             f"        const {C_TYPE[x.dtype]} v = in[i];\n"
             f"        out[i] = ({C_TYPE[out.dtype]})({expr});\n    }}\n}}\n")
-    return KernelCall("{prefix}_run({in0}, {out0});", HEADER,
-                      kernel_name=f"edgenn_{node.op.lower()}_generated",
+    name = f"edgenn_{node.op.lower()}_generated"
+    return KernelCall(generated("run", name, IN0, OUT0), HEADER,
                       comment=f"{node.op} {what}, {x.size} values", code=code,
                       in_place=x.dtype.itemsize == out.dtype.itemsize)
 

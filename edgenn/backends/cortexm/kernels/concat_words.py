@@ -1,6 +1,6 @@
 """Concat of whole words, generated for the layer's shape (any core, any element type).
 
-The portable ``edgenn_concat`` runs one generic strided copy per input, whose per-row loop
+The portable Concat runs one generic strided copy per input, whose per-row loop
 and odometer cost ~20 cycles for each slab row; a channel concat of small slabs (the usual
 case: NHWC, the last axis) is mostly that overhead. When no input is rescaled and every
 input's slab (its elements from the axis on) is a whole number of words, this kernel emits
@@ -15,6 +15,7 @@ import hashlib
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import OUT0, Buf, Cast, CCall, Generated
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.movement import TYPES, same_types
 from edgenn.backends.cortexm.targets import Core
@@ -64,7 +65,7 @@ class ConcatWords:
     """Concat whose input slabs are whole words: one generated row loop."""
 
     op = "Concat"
-    priority = 10  # above the portable edgenn_concat (0)
+    priority = 10  # above the portable Concat (0)
     name = "edgenn_concat_words"
     types = TYPES
 
@@ -79,9 +80,12 @@ class ConcatWords:
         name = "ccw_" + hashlib.sha1(body.encode()).hexdigest()[:12]
         guard = name.upper() + "_DEFINED"
         code = f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}#endif\n"
-        ins = ", ".join(f"(const uint32_t *)(const void *){{in{i}}}" for i in range(len(words)))
-        return KernelCall(f"{name}_concat({ins}, (uint32_t *)(void *){{out0}});", (),
-                          kernel_name=self.name, code=code,
+        ins = [Cast("const uint32_t *", Cast("const void *", Buf("in", i)))
+               for i in range(len(words))]
+        call = CCall(Generated(f"{name}_concat", self.name, per_layer=False),
+                     (*ins, Cast("uint32_t *", Cast("void *", OUT0))))
+        return KernelCall(call, (),
+                          code=code,
                           comment=f"{outer} rows of {' + '.join(map(str, words))} words")
 
 

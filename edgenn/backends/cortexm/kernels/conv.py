@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import is_int8
+from edgenn.backends.cortexm.kernels.common import conv_shape, is_int8
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
@@ -32,6 +33,10 @@ def _quant_arrays(p: ConvParams) -> list[CArray]:
     ]
 
 
+# the weights and _quant_arrays, in the order the portable conv kernels take them
+_QUANT = (Array("w"), Array("bias"), Array("bias_folded"), Array("mult"), Array("shift"))
+
+
 class PortableConv:
     """Direct (im2col-free) convolution, any groups/stride/dilation/padding, every core."""
 
@@ -44,13 +49,12 @@ class PortableConv:
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = conv_params(node, graph)
-        call = (f"edgenn_conv_s8({{in0}}, {{out0}}, {{w}}, {{bias}}, {{bias_folded}}, {{mult}}, "
-                f"{{shift}}, {p.shape_args()}, {p.groups}, {p.quant_args()});")
+        call = c_call("edgenn_conv_s8", IN0, OUT0, *_QUANT, *conv_shape(p), p.groups,
+                      p.in_zp, p.out_zp, p.act_min, p.act_max)
         return KernelCall(
             call=call,
             sources=("edgenn_conv_s8.c",),
             arrays=(CArray("w", "int8_t", p.w), *_quant_arrays(p)),
-            kernel_name=self.name,
         )
 
 
@@ -68,14 +72,13 @@ class PortableDepthwiseConv:
         p = conv_params(node, graph)
         # [Cout, KH, KW, 1] -> [KH, KW, Cout]: channels contiguous per tap
         w = np.ascontiguousarray(p.w[..., 0].transpose(1, 2, 0))
-        call = (f"edgenn_dwconv_s8({{in0}}, {{out0}}, {{w}}, {{bias}}, {{bias_folded}}, "
-                f"{{mult}}, {{shift}}, {{scratch}}, {p.shape_args()}, {p.quant_args()});")
+        call = c_call("edgenn_dwconv_s8", IN0, OUT0, *_QUANT, SCRATCH, *conv_shape(p),
+                      p.in_zp, p.out_zp, p.act_min, p.act_max)
         return KernelCall(
             call=call,
             sources=("edgenn_dwconv_s8.c",),
             arrays=(CArray("w", "int8_t", w), *_quant_arrays(p)),
             scratch_bytes=4 * p.out_c,
-            kernel_name=self.name,
         )
 
 

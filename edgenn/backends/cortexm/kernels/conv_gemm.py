@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32
@@ -787,12 +788,11 @@ class ConvGemm:
         p = conv_params(node, graph)
         plan = layer_plan_of(p, arena_room(node, graph))
         return KernelCall(
-            call="{prefix}_conv({in0}, {out0}, {scratch});",
+            call=generated("conv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h",),
             arrays=(CArray("w", "uint32_t", pack_weights(p, plan.packed, plan.chans)),
                     CArray("quant", "int32_t", records(p, plan))),
             scratch_bytes=scratch_bytes(p, plan),
-            kernel_name=self.name,
             comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, "
             f"{plan.pixels}x{plan.chans} SMLAD int8 weights (requant mode {plan.mode}"

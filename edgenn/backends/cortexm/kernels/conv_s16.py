@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgenn.arith.fixed_point_s16 import reduced_multiplier
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, Local, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args
+from edgenn.backends.cortexm.kernels.common import PortableKernel, conv_shape
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
 from edgenn.prepared.conv import ConvGeometry, prepare_conv_s16
@@ -108,21 +109,25 @@ def epilogue(requant: S16Requant, w_int: np.ndarray) -> Epilogue:
     return Epilogue(mode, arrays, int64_array("bias", bias), bias)
 
 
-def window_args(g: ConvGeometry) -> str:
+def window_args(g: ConvGeometry) -> tuple[int, ...]:
     """in_h .. pad_l of a windowed kernel."""
-    return g.shape_args()
+    return conv_shape(g)
+
+
+# the weights, the bias ``epilogue`` generates and its multipliers and shifts, in the order
+# the 16x8 kernels take them
+S16_QUANT = (Array("w"), Local("bias"), Array("mult"), Array("shift"))
 
 
 def _conv(node: Node, graph: Graph) -> KernelCall:
     p = prepare_conv_s16(node, graph)
     ep = epilogue(p.requant, p.w)
     w = pair_order(p.w.astype(np.int8))
-    call = (f"edgenn_conv_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(p)}, "
-            f"{args(p.groups, p.requant.act_min, p.requant.act_max, ep.mode)});")
+    call = c_call("edgenn_conv_s16", IN0, OUT0, *S16_QUANT, SCRATCH, *window_args(p), p.groups,
+                  p.requant.act_min, p.requant.act_max, ep.mode)
     return KernelCall(
         call=call, sources=("edgenn_conv_s16.c",), arrays=(CArray("w", "int8_t", w), *ep.arrays),
-        scratch_bytes=12 * p.k_h * p.k_w, kernel_name="edgenn_conv_s16",
+        scratch_bytes=12 * p.k_h * p.k_w,
         comment=f"16x8 conv {p.k_h}x{p.k_w}, groups {p.groups}, {ep.mode_name} sums",
         code=ep.code,
     )
@@ -135,13 +140,11 @@ def _dwconv(node: Node, graph: Graph) -> KernelCall:
     w = np.ascontiguousarray(p.w[..., 0].transpose(1, 2, 0).astype(np.int8))
     if p.out_c == p.in_c:
         w = pair_order(w)
-    call = (f"edgenn_dwconv_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(p)}, "
-            f"{args(p.requant.act_min, p.requant.act_max, ep.mode)});")
+    call = c_call("edgenn_dwconv_s16", IN0, OUT0, *S16_QUANT, SCRATCH, *window_args(p),
+                  p.requant.act_min, p.requant.act_max, ep.mode)
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_dw.c",),
         arrays=(CArray("w", "int8_t", w), *ep.arrays), scratch_bytes=8 * p.out_c,
-        kernel_name="edgenn_dwconv_s16",
         comment=f"16x8 depthwise {p.k_h}x{p.k_w}, multiplier {p.out_c // p.in_c}, "
                 f"{ep.mode_name} sums",
         code=ep.code,
@@ -153,12 +156,12 @@ def _fc(node: Node, graph: Graph) -> KernelCall:
     ep = epilogue(p.requant, p.w)
     co, depth = p.w.shape
     batch = graph.tensor(node.inputs[0]).shape[0]
-    call = (f"edgenn_fc_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{args(batch, depth, co, p.requant.act_min, p.requant.act_max, ep.mode)});")
+    call = c_call("edgenn_fc_s16", IN0, OUT0, *S16_QUANT, batch, depth, co, p.requant.act_min,
+                  p.requant.act_max, ep.mode)
     return KernelCall(
         call=call, sources=("edgenn_conv_s16_fc.c",),
         arrays=(CArray("w", "int8_t", pair_order(p.w.astype(np.int8))), *ep.arrays),
-        kernel_name="edgenn_fc_s16", comment=f"16x8 dense {depth} -> {co}, {ep.mode_name} sums",
+        comment=f"16x8 dense {depth} -> {co}, {ep.mode_name} sums",
         code=ep.code,
     )
 

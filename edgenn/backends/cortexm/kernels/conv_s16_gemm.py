@@ -27,6 +27,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32
 from edgenn.backends.cortexm.kernels.conv_gemm import Plan, _mac_asm, arena_room
@@ -378,12 +379,11 @@ class ConvS16Gemm:
         mode, quant, code = rescale(p)
         w = p.w.reshape(co, -1).astype(np.int8)
         return KernelCall(
-            call="{prefix}_conv({in0}, {out0}, {scratch});",
+            call=generated("conv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
             arrays=(CArray("w", "uint32_t", pack_weights(w)),
                     CArray("quant", "int32_t", quant)),
             scratch_bytes=scratch_bytes(g),
-            kernel_name=self.name,
             comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
                     f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks, "
                     f"{ep.mode_name} sums{', one-SMLAL rescale' if mode >= SHIFTED else ''}",

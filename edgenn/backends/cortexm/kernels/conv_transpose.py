@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8
-from edgenn.backends.cortexm.kernels.conv_s16 import epilogue, is_s16, pair_order, window_args
+from edgenn.backends.cortexm.kernels.common import PortableKernel, is_int8
+from edgenn.backends.cortexm.kernels.conv_s16 import (
+    S16_QUANT,
+    epilogue,
+    is_s16,
+    pair_order,
+    window_args,
+)
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.conv import ConvGeometry, prepare_conv_s16, prepare_transpose_conv
 
@@ -31,22 +38,20 @@ def _tconv_s8(node: Node, graph: Graph) -> KernelCall:
     p = prepare_transpose_conv(node, graph)  # weights minus zero points in int8, or an error
     arrays = (CArray("w", "int8_t", p.w), CArray("bias", "int32_t", p.bias),
               CArray("mult", "int32_t", p.mult), CArray("shift", "int32_t", p.shift))
-    call = (f"edgenn_tconv_s8({{in0}}, {{out0}}, {{w}}, {{bias}}, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(p)}, "
-            f"{args(p.groups, p.in_zp, p.out_zp, p.act_min, p.act_max)});")
+    call = c_call("edgenn_tconv_s8", IN0, OUT0, *(Array(a.name) for a in arrays), SCRATCH,
+                  *window_args(p), p.groups, p.in_zp, p.out_zp, p.act_min, p.act_max)
     return KernelCall(call, SRC, arrays, scratch_bytes=12 * p.k_h * p.k_w,
-                      kernel_name="edgenn_tconv_s8", comment=_comment(p, "int8"))
+                      comment=_comment(p, "int8"))
 
 
 def _tconv_s16(node: Node, graph: Graph) -> KernelCall:
     p = prepare_conv_s16(node, graph, allow_narrow=False)
     ep = epilogue(p.requant, p.w)
     w = pair_order(p.w.astype(np.int8))
-    call = (f"edgenn_tconv_s16({{in0}}, {{out0}}, {{w}}, {{prefix}}_bias, {{mult}}, {{shift}}, "
-            f"{{scratch}}, {window_args(p)}, "
-            f"{args(p.groups, p.requant.act_min, p.requant.act_max, ep.mode)});")
+    call = c_call("edgenn_tconv_s16", IN0, OUT0, *S16_QUANT, SCRATCH, *window_args(p),
+                  p.groups, p.requant.act_min, p.requant.act_max, ep.mode)
     return KernelCall(call, SRC, (CArray("w", "int8_t", w), *ep.arrays),
-                      scratch_bytes=12 * p.k_h * p.k_w, kernel_name="edgenn_tconv_s16",
+                      scratch_bytes=12 * p.k_h * p.k_w,
                       comment=f"{_comment(p, '16x8')}, {ep.mode_name} sums", code=ep.code)
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from edgenn.arith.fixed_point import requantize, wrap_int32
 from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.conv import ConvParams
@@ -190,9 +191,9 @@ class TransposeConvGemm:
         code += ("static void @P@_tconv(const int8_t *in, int8_t *out, void *scratch)\n{\n"
                  + "\n".join(steps) + "\n}\n")
         return KernelCall(
-            call="{prefix}_tconv({in0}, {out0}, {scratch});",
+            call=generated("tconv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h",), arrays=tuple(arrays),
-            scratch_bytes=conv_bytes + out_bytes, kernel_name=self.name,
+            scratch_bytes=conv_bytes + out_bytes,
             comment=f"int8 transposed conv {rec.k_h}x{rec.k_w} stride {sy}x{sx}: "
                     f"{len(chosen)} phase convolutions (conv_gemm)",
             code=code)

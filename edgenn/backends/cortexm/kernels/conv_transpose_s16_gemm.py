@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv_s16 import WIDE64, epilogue, is_s16
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import (
@@ -156,10 +157,9 @@ class TransposeConvS16Gemm:
         code += ("static void @P@_tconv(const int16_t *in, int16_t *out, void *scratch)\n{\n"
                  + "\n".join(steps) + "\n}\n")
         return KernelCall(
-            call="{prefix}_tconv({in0}, {out0}, {scratch});",
+            call=generated("tconv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
             arrays=tuple(arrays), scratch_bytes=conv_bytes + out_bytes,
-            kernel_name=self.name,
             comment=f"16x8 transposed conv {p.k_h}x{p.k_w} stride {sy}x{sx}: "
                     f"{len(geoms)} phase convolutions (conv_s16_gemm)",
             code=code)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8
+from edgenn.backends.cortexm.kernels.common import PortableKernel, is_int8
 from edgenn.ir import Graph, Node
 from edgenn.prepared.cumsum import prepare_cumsum
 
@@ -20,8 +21,8 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     values = (outer, shape[axis], inner, int(layer.exclusive), int(layer.reverse),
               layer.in_zp, layer.in_mult, layer.in_shift, layer.start, layer.out_mult,
               layer.out_shift, layer.out_zp)
-    return KernelCall(f"edgenn_cumsum_s8({{in0}}, {{out0}}, {args(*values)});",
-                      ("edgenn_cumsum_s8.c",), kernel_name="edgenn_cumsum_s8")
+    return KernelCall(c_call("edgenn_cumsum_s8", IN0, OUT0, *values),
+                      ("edgenn_cumsum_s8.c",))
 
 
 register_kernel(PortableKernel("CumSum", "edgenn_cumsum_s8", is_int8, _prepare))

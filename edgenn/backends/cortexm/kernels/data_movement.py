@@ -12,10 +12,10 @@ import struct
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import OUT0, Array, Cast, Int, Offset, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     const_operand,
     dense_strides,
     padded,
@@ -48,9 +48,9 @@ def _reshape(node: Node, graph: Graph) -> KernelCall:
     # why copy_blocks: it returns at once when the planner aliased output and input.
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
-    call = f"edgenn_copy_blocks({src}, {{out0}}, 1, {x.nbytes}, {x.nbytes});"
-    call += requant_tail(requant, "{out0}", x.size)
-    return KernelCall(call, MOVE, tuple(arrays), kernel_name="reshape")
+    call = (c_call("edgenn_copy_blocks", src, OUT0, 1, x.nbytes, x.nbytes),
+            *requant_tail(requant, OUT0, x.size))
+    return KernelCall(call, MOVE, tuple(arrays))
 
 
 def _transpose(node: Node, graph: Graph) -> KernelCall:
@@ -62,9 +62,9 @@ def _transpose(node: Node, graph: Graph) -> KernelCall:
     copy = StridedCopy.gathering(out, [strides[p] for p in perm])
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
-    call = (copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays)
-            + requant_tail(move_requant(node, graph), "{out0}", x.size))
-    return KernelCall(call, MOVE + SOURCES, tuple(arrays), kernel_name="edgenn_transpose")
+    call = (copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays),
+            *requant_tail(move_requant(node, graph), OUT0, x.size))
+    return KernelCall(call, MOVE + SOURCES, tuple(arrays))
 
 
 def _pad(node: Node, graph: Graph) -> KernelCall:
@@ -82,10 +82,10 @@ def _pad(node: Node, graph: Graph) -> KernelCall:
     arrays += [CArray("dims", "int32_t", padded(x.shape, RANK)),
                CArray("before", "int32_t", padded(before, RANK, 0)),
                CArray("out_strides", "int32_t", padded(dense_strides(y.shape), RANK, 0))]
-    call = (f"edgenn_pad({src}, {{out0}}, {{dims}}, {{before}}, {{out_strides}}, "
-            f"{y.size}, {value}u, {x.dtype.itemsize});"
-            + requant_tail(layer.requant, "{out0}", y.size))
-    return KernelCall(call, MOVE, tuple(arrays), kernel_name="edgenn_pad")
+    call = (c_call("edgenn_pad", src, OUT0, Array("dims"), Array("before"),
+                   Array("out_strides"), y.size, Int(value, unsigned=True), x.dtype.itemsize),
+            *requant_tail(layer.requant, OUT0, y.size))
+    return KernelCall(call, MOVE, tuple(arrays))
 
 
 def _concat(node: Node, graph: Graph) -> KernelCall:
@@ -106,15 +106,13 @@ def _concat(node: Node, graph: Graph) -> KernelCall:
         r = layer.rescale[i] if layer.rescale else None
         if r is None:
             copy = StridedCopy.scattering(t.shape, out_strides, offset)
-            calls.append(copy_statement(node, src, "{out0}", copy, es, arrays, str(i)))
+            calls.append(copy_statement(node, src, OUT0, copy, es, arrays, str(i)))
         else:
-            dst = f"((int8_t *){{out0}} + {offset})"
-            calls.append(f"edgenn_copy_blocks_requant_s8({src}, {dst}, "
-                         + args(outer, inner, out_inner, r.in_zp, r.mult, r.shift,
-                                r.out_zp) + ");")
+            dst = Offset(Cast("int8_t *", OUT0), offset)
+            calls.append(c_call("edgenn_copy_blocks_requant_s8", src, dst, outer, inner,
+                                out_inner, r.in_zp, r.mult, r.shift, r.out_zp))
         offset += inner  # elements: the input's slab starts there in every outer row
-    return KernelCall("\n    ".join(calls), MOVE + SOURCES, tuple(arrays),
-                      kernel_name="edgenn_concat")
+    return KernelCall(tuple(calls), MOVE + SOURCES, tuple(arrays))
 
 
 # why bool too: a Reshape is a byte copy, and TFLite reshapes comparison results (an IF's
@@ -124,8 +122,10 @@ def _reshapable(node: Node, graph: Graph) -> bool:
     return same_types(node, graph) or dts == {DType.BOOL}
 
 
-register_kernel(PortableKernel("Reshape", "reshape", _reshapable, _reshape,
+register_kernel(PortableKernel("Reshape", "edgenn_copy_blocks", _reshapable, _reshape,
                                (*TYPES, DType.BOOL)))
-register_kernel(PortableKernel("Transpose", "edgenn_transpose", _movable, _transpose, TYPES))
+register_kernel(PortableKernel("Transpose", "edgenn_strided_copy", _movable, _transpose, TYPES))
 register_kernel(PortableKernel("Pad", "edgenn_pad", _movable, _pad, TYPES))
-register_kernel(PortableKernel("Concat", "edgenn_concat", _movable, _concat, TYPES))
+# why the strided copy's name: a concat is one copy per input (a rescaled input's is
+# edgenn_copy_blocks_requant_s8, then the layer is named by its first input's)
+register_kernel(PortableKernel("Concat", "edgenn_strided_copy", _movable, _concat, TYPES))

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Cast, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.fast_common import (
@@ -443,11 +444,10 @@ class DenseFullyConnected:
         arrays, code, batch, depth, scratch = dense_plan(node, graph)
         cout = int(graph.tensor(node.inputs[1]).shape[0])
         return KernelCall(
-            call="{prefix}_dense({in0}, {out0}, (uint32_t *){scratch});",
+            call=generated("dense", self.name, IN0, OUT0, Cast("uint32_t *", SCRATCH)),
             sources=("edgenn_fc_widen_s8_dsp.c",),
             arrays=arrays,
             scratch_bytes=scratch,
-            kernel_name=self.name,
             code=code,
             comment=f"{depth} -> {cout} x{batch}, int8 two-row weight words, 6-row SMLAD",
         )

@@ -73,6 +73,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Cast, generated
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import i32, is_int8
@@ -864,11 +865,10 @@ class DepthwiseConv:
         plan = replace(plan_layer(p, allow_transpose=not rows), hoisted=hoisted)
         w = setup_table(plan) if hoisted else plan.p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
-            call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
+            call=generated("dw", self.name, IN0, OUT0, Cast("int16_t *", SCRATCH)),
             sources=("edgenn_dwconv_s8_gen_dsp.h",),
             arrays=(CArray("w", "uint32_t" if hoisted else "int8_t", w), *quant_arrays(plan)),
             scratch_bytes=plan.scratch_bytes,
-            kernel_name=self.name,
             code=generate(plan),
             # why: channel c's input is gathered into the plane before any output byte of
             # channel c is stored, and output (pixel, c) is the only byte written at that

@@ -21,6 +21,7 @@ import hashlib
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv_s16 import (
     NARROW,
@@ -292,10 +293,9 @@ class DwConvS16Gen:
                  " int16_t *out)\n{\n"
                  f"    {name}_dw(in, out, @P@_w, @P@_quant, @P@_bias);\n}}\n")
         return KernelCall(
-            call="{prefix}_dw({in0}, {out0});",
+            call=generated("dw", self.name, IN0, OUT0),
             sources=("edgenn_conv_s16_mac.h",),
             arrays=(CArray("w", "int8_t", w.ravel()), CArray("quant", "int32_t", quant)),
-            kernel_name=self.name,
             comment=f"16x8 depthwise {g.in_h}x{g.in_w}x{g.in_c}, {g.k_h}x{g.k_w} stride "
                     f"{g.stride_h},{g.stride_w}: SMLABB/SMLATT quads",
             code=code)

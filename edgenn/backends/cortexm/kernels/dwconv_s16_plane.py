@@ -25,6 +25,7 @@ from typing import cast
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Cast, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv import ConvParams
 from edgenn.backends.cortexm.kernels.conv_s16 import NARROW, WIDE64, epilogue, is_s16
@@ -299,12 +300,11 @@ class DwConvS16Plane:
                  " int16_t *out, int16_t *plane)\n{\n"
                  f"    {name}_dw(in, out, plane, @P@_w, @P@_quant, @P@_bias);\n}}\n")
         return KernelCall(
-            call="{prefix}_dw({in0}, {out0}, (int16_t *){scratch});",
+            call=generated("dw", self.name, IN0, OUT0, Cast("int16_t *", SCRATCH)),
             sources=("edgenn_conv_s16_mac.h", "edgenn_dwconv_s8_gen_dsp.h"),
             arrays=(CArray("w", "uint32_t", weight_table(p, rc, quant).ravel()),
                     CArray("quant", "int32_t", quant)),
             scratch_bytes=(2 if p.out_c >= 2 else 1) * ph * pw * 2,
-            kernel_name=self.name,
             comment=f"16x8 depthwise {g.in_h}x{g.in_w}x{g.in_c}, {g.k_h}x{g.k_w} stride "
                     f"{g.stride_h},{g.stride_w}: int16 planes, SMLAD tap pairs",
             code=code)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import OUT0, Arg, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     const_operand,
     dense_strides,
     is_int8,
@@ -25,7 +25,7 @@ def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]
     return [0 if d == 1 and o != 1 else st for d, o, st in zip(s, out, strides, strict=True)]
 
 
-def _geometry(node: Node, graph: Graph) -> tuple[list[CArray], str, str]:
+def _geometry(node: Node, graph: Graph) -> tuple[list[CArray], Arg, Arg]:
     out = graph.tensor(node.outputs[0]).shape
     if len(out) > RANK:
         raise UnsupportedOperatorError(f"{node}: broadcasting beyond {RANK}-D on Cortex-M")
@@ -42,22 +42,23 @@ def _geometry(node: Node, graph: Graph) -> tuple[list[CArray], str, str]:
     return arrays, a, b
 
 
+_GEOMETRY = (Array("dims"), Array("a_strides"), Array("b_strides"))
+
+
 def _add(node: Node, graph: Graph) -> KernelCall:
     p = prepare_binary(node, graph)
     arrays, a, b = _geometry(node, graph)
-    call = (f"edgenn_add_s8({a}, {b}, {{out0}}, {{dims}}, {{a_strides}}, {{b_strides}}, "
-            + args(p.a_zp, p.a_mult, p.a_shift, p.b_zp, p.b_mult, p.b_shift,
-                   p.out_mult, p.out_shift, p.out_zp, p.act_min, p.act_max) + ");")
-    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_add_s8")
+    call = c_call("edgenn_add_s8", a, b, OUT0, *_GEOMETRY, p.a_zp, p.a_mult, p.a_shift, p.b_zp,
+                  p.b_mult, p.b_shift, p.out_mult, p.out_shift, p.out_zp, p.act_min, p.act_max)
+    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays))
 
 
 def _mul(node: Node, graph: Graph) -> KernelCall:
     p = prepare_binary(node, graph)
     arrays, a, b = _geometry(node, graph)
-    call = (f"edgenn_mul_s8({a}, {b}, {{out0}}, {{dims}}, {{a_strides}}, {{b_strides}}, "
-            + args(p.a_zp, p.b_zp, p.mult, p.shift, p.out_zp, p.act_min, p.act_max)
-            + ");")
-    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays), kernel_name="edgenn_mul_s8")
+    call = c_call("edgenn_mul_s8", a, b, OUT0, *_GEOMETRY, p.a_zp, p.b_zp, p.mult, p.shift,
+                  p.out_zp, p.act_min, p.act_max)
+    return KernelCall(call, ("edgenn_eltwise_s8.c",), tuple(arrays))
 
 
 register_kernel(PortableKernel("Add", "edgenn_add_s8", is_int8, _add))

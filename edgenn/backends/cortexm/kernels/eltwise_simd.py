@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
+from edgenn.backends.cortexm.ccall import OUT0, Arg, Array, Buf, c_call, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8, padded
+from edgenn.backends.cortexm.kernels.common import i32, is_int8, padded
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.binary import ADD_LEFT_SHIFT, BinaryParams, prepare_binary
@@ -269,7 +270,7 @@ _MUL_PLANS: dict[tuple[object, ...], tuple[int, dict[str, Any]]] = {}
 
 
 def _mode2_call(mul: int, layer: BinaryParams, arrays: list[CArray], ta: np.ndarray, tb: np.ndarray,
-                mc: tuple[int, int], k: int, pa: str, pb: str, n: int, period: int, name: str,
+                mc: tuple[int, int], k: int, pa: Arg, pb: Arg, n: int, period: int, name: str,
                 comment: str) -> KernelCall:
     """The per-layer function of mode 2 (Add: mul = 0, Mul: mul = 1) and its call."""
     act = int(layer.act_min > -128 or layer.act_max < 127)
@@ -284,8 +285,8 @@ def _mode2_call(mul: int, layer: BinaryParams, arrays: list[CArray], ta: np.ndar
         f"{mc[1]}, {k}, "
         f"{act}, {layer.act_min}, {layer.act_max});\n"
         "    }\n}\n")
-    return KernelCall(f"{{prefix}}_bin({pa}, {pb}, {{out0}});", ("edgenn_eltwise_s8_dsp.h",),
-                      tuple(arrays), kernel_name=name, comment=comment, code=code)
+    return KernelCall(generated("bin", name, pa, pb, OUT0), ("edgenn_eltwise_s8_dsp.h",),
+                      tuple(arrays), comment=comment, code=code)
 
 
 def scalar_lut(layer: BinaryParams, scalar_index: int, value: int) -> np.ndarray:
@@ -296,13 +297,16 @@ def scalar_lut(layer: BinaryParams, scalar_index: int, value: int) -> np.ndarray
 
 
 # -- the kernel ---------------------------------------------------------------------------------
-def _operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) -> str:
+def _operand(node: Node, graph: Graph, index: int, arrays: list[CArray]) -> Arg:
     t = graph.tensor(node.inputs[index])
     if not t.is_const:
-        return f"{{in{index}}}"
+        return Buf("in", index)
     assert t.data is not None
     arrays.append(CArray(f"k{index}", "int8_t", np.asarray(t.data).ravel()))
-    return f"{{k{index}}}"
+    return Array(f"k{index}")
+
+
+_TABLES = (Array("ta"), Array("tb"))  # the Add's per-operand tables
 
 
 class EltwiseSimd:
@@ -340,9 +344,9 @@ class EltwiseSimd:
             lut = scalar_lut(layer, si, value)
             x = _operand(node, graph, 1 - si, arrays)
             arrays.append(CArray("lut", "int8_t", lut))
-            return KernelCall(f"edgenn_lut_s8_dsp({x}, {{out0}}, {n}, {{lut}});",
+            return KernelCall(c_call("edgenn_lut_s8_dsp", x, OUT0, n, Array("lut")),
                               ("edgenn_eltwise_s8_dsp.c",),
-                              tuple(arrays), kernel_name="edgenn_lut_s8_dsp",
+                              tuple(arrays),
                               comment=f"{self.op} with a constant {value}: 256-byte table")
         # the input that repeats goes second (both ops are commutative in TFLite's arithmetic,
         # the tables / zero points are swapped with it)
@@ -361,20 +365,17 @@ class EltwiseSimd:
                                "edgenn_add_s8_gen_dsp", comment)
         arrays += [CArray("ta", "int32_t", ta), CArray("tb", "int32_t", tb)]
         if mode == 1:
-            call = (f"edgenn_add_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, "
-                    "{tb}, "
-                    + args(plan["mult"], plan["rshift"], plan["half"], layer.act_min, layer.act_max)
-                    + ");")
+            call = c_call("edgenn_add_s8_dsp_smmulr", pa, pb, OUT0, n, period, *_TABLES,
+                          plan["mult"], plan["rshift"], plan["half"], layer.act_min,
+                          layer.act_max)
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                              kernel_name="edgenn_add_s8_dsp_smmulr", comment=comment)
-        call = (f"edgenn_add_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, {{ta}}, {{tb}}, "
-                + args(layer.out_mult, layer.out_shift, layer.out_zp, layer.act_min,
-                       layer.act_max) + ");")
+                              comment=comment)
+        call = c_call("edgenn_add_s8_dsp", pa, pb, OUT0, n, period, *_TABLES, layer.out_mult,
+                      layer.out_shift, layer.out_zp, layer.act_min, layer.act_max)
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                          kernel_name="edgenn_add_s8_dsp",
                           comment=comment)
 
-    def _mul(self, layer: BinaryParams, arrays: list[CArray], pa: str, pb: str, n: int, period: int,
+    def _mul(self, layer: BinaryParams, arrays: list[CArray], pa: Arg, pb: Arg, n: int, period: int,
              swap: bool) -> KernelCall:
         za, zb = (layer.b_zp, layer.a_zp) if swap else (layer.a_zp, layer.b_zp)
         mode, plan = mul_plan(layer)
@@ -385,16 +386,14 @@ class EltwiseSimd:
             return _mode2_call(1, layer, arrays, ta, tb, (plan["m"], plan["c"]), plan["k"], pa,
                                pb, n, period, "edgenn_mul_s8_gen_dsp", comment)
         if mode == 1:
-            call = (f"edgenn_mul_s8_dsp_smmulr({pa}, {pb}, {{out0}}, {n}, {period}, "
-                    + args(za, zb, plan["left1"], plan["mult"], plan["rshift"], plan["half"],
-                           layer.act_min, layer.act_max) + ");")
+            call = c_call("edgenn_mul_s8_dsp_smmulr", pa, pb, OUT0, n, period, za, zb,
+                          plan["left1"], plan["mult"], plan["rshift"], plan["half"],
+                          layer.act_min, layer.act_max)
             return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                              kernel_name="edgenn_mul_s8_dsp_smmulr", comment=comment)
-        call = (f"edgenn_mul_s8_dsp({pa}, {pb}, {{out0}}, {n}, {period}, "
-                + args(za, zb, layer.mult, layer.shift, layer.out_zp, layer.act_min,
-                       layer.act_max) + ");")
+                              comment=comment)
+        call = c_call("edgenn_mul_s8_dsp", pa, pb, OUT0, n, period, za, zb, layer.mult,
+                      layer.shift, layer.out_zp, layer.act_min, layer.act_max)
         return KernelCall(call, ("edgenn_eltwise_s8_dsp.c",), tuple(arrays),
-                          kernel_name="edgenn_mul_s8_dsp",
                           comment=comment)
 
 

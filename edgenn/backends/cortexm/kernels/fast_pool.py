@@ -9,8 +9,9 @@ in the portable kernel.
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, is_int8
+from edgenn.backends.cortexm.kernels.common import is_int8
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
@@ -40,10 +41,9 @@ class FastMaxPool:
         p = prepare_pool(node, graph)
         h, w, c = p.in_h, p.in_w, p.in_c
         n = p.out_h * p.out_w * c
-        call = (f"edgenn_maxpool_s8_dsp({{in0}}, {{out0}}, {args(*maxpool_args(node, graph))});"
-                + requant_tail(p.requant, "{out0}", n))
+        call = (c_call("edgenn_maxpool_s8_dsp", IN0, OUT0, *maxpool_args(node, graph)),
+                *requant_tail(p.requant, OUT0, n))
         return KernelCall(call, ("edgenn_maxpool_s8_dsp.c", "edgenn_unary_s8.c"),
-                          kernel_name=self.name,
                           comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x4")
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, Arg, Array, Float, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
+from edgenn.backends.cortexm.kernels.common import PortableKernel, conv_shape
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.conv import is_depthwise
 from edgenn.prepared.conv import FloatConvParams, prepare_float_conv
@@ -34,18 +35,18 @@ def _float_weights(node: Node, graph: Graph) -> bool:
             and all(graph.tensor(n).is_const for n in consts))
 
 
-def _bias(layer: FloatConvParams | FloatFullyConnectedParams, arrays: list[CArray]) -> str:
+def _bias(layer: FloatConvParams | FloatFullyConnectedParams, arrays: list[CArray]) -> Arg:
     bias = layer.bias
     if bias is None:
-        return "NULL"
+        return NULL
     arrays.append(CArray("bias", "float", bias))
-    return "{bias}"
+    return Array("bias")
 
 
-def _clamp_args(layer: FloatConvParams | FloatFullyConnectedParams) -> str:
+def _clamp_args(layer: FloatConvParams | FloatFullyConnectedParams) -> tuple[Float, Float]:
     # the reference layer's bounds: +-FLT_MAX without an activation in a TFLite model, +-inf
     # (a clamp that passes every value, NaN included) in an ONNX one
-    return f"{c_float(layer.act_min)}, {c_float(layer.act_max)}"
+    return Float(layer.act_min), Float(layer.act_max)
 
 
 def _conv_match(node: Node, graph: Graph) -> bool:
@@ -56,9 +57,9 @@ def _conv(node: Node, graph: Graph) -> KernelCall:
     layer = prepare_float_conv(node, graph)
     arrays = [CArray("w", "float", layer.w)]  # [Cout, KH, KW, Cin/g]
     bias = _bias(layer, arrays)
-    call = (f"edgenn_conv_f32({{in0}}, {{out0}}, {{w}}, {bias}, "
-            f"{layer.shape_args()}, {layer.groups}, {_clamp_args(layer)});")
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_conv_f32",
+    call = c_call("edgenn_conv_f32", IN0, OUT0, Array("w"), bias, *conv_shape(layer),
+                  layer.groups, *_clamp_args(layer))
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"Conv2D float32 {layer.k_h}x{layer.k_w}, {layer.groups} group(s)")
 
 
@@ -71,9 +72,9 @@ def _dwconv(node: Node, graph: Graph) -> KernelCall:
     w = layer.w  # [Cout, KH, KW, 1]
     arrays = [CArray("w", "float", np.ascontiguousarray(w[..., 0].transpose(1, 2, 0)))]
     bias = _bias(layer, arrays)
-    call = (f"edgenn_dwconv_f32({{in0}}, {{out0}}, {{w}}, {bias}, "
-            f"{layer.shape_args()}, {_clamp_args(layer)});")
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_dwconv_f32",
+    call = c_call("edgenn_dwconv_f32", IN0, OUT0, Array("w"), bias, *conv_shape(layer),
+                  *_clamp_args(layer))
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"depthwise Conv2D float32 {layer.k_h}x{layer.k_w}")
 
 
@@ -84,9 +85,9 @@ def _fc(node: Node, graph: Graph) -> KernelCall:
     rows = graph.tensor(node.inputs[0]).size // depth
     arrays = [CArray("w", "float", w)]
     bias = _bias(layer, arrays)
-    call = (f"edgenn_fc_f32({{in0}}, {{out0}}, {{w}}, {bias}, {args(rows, depth, co)}, "
-            f"{_clamp_args(layer)});")
-    return KernelCall(call, SRC, tuple(arrays), kernel_name="edgenn_fc_f32",
+    call = c_call("edgenn_fc_f32", IN0, OUT0, Array("w"), bias, rows, depth, co,
+                  *_clamp_args(layer))
+    return KernelCall(call, SRC, tuple(arrays),
                       comment=f"FullyConnected float32 {rows} x {depth} -> {co}")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, generated
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.binary import elementwise_call
 from edgenn.backends.cortexm.kernels.common import PortableKernel, c_float
@@ -87,7 +88,7 @@ def _unary(expr: UnaryExpr) -> Callable[[Node, Graph], KernelCall]:
                 f"    for (int32_t i = 0; i < {n}; i++) {{\n"
                 "        out[i] = @P@_op(in[i]);\n    }\n}\n")
         name = f"edgenn_{node.op.lower()}_f32"
-        return KernelCall("{prefix}_run({in0}, {out0});", HEADER, kernel_name=name, code=code,
+        return KernelCall(generated("run", name, IN0, OUT0), HEADER, code=code,
                           comment=f"{node.op} float32, {n} values", in_place=True)
     return prepare
 

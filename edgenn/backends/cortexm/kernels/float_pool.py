@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Array, Float, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, c_float
+from edgenn.backends.cortexm.kernels.common import PortableKernel
 from edgenn.backends.cortexm.kernels.float_elementwise import all_float
 from edgenn.backends.cortexm.kernels.pooling import pool_geometry
 from edgenn.backends.cortexm.kernels.reduce_more import RANK, layout
@@ -32,20 +33,19 @@ def _pool(node: Node, graph: Graph) -> KernelCall:
     lo, hi = p.act_min, p.act_max  # as the reference layer clamps (``float_conv._clamp_args``)
     geometry = pool_geometry(p)
     if node.op == "MaxPool2D":
-        call = f"edgenn_maxpool_f32({{in0}}, {{out0}}, {geometry}, {c_float(lo)}, {c_float(hi)});"
-        return KernelCall(call, SRC, kernel_name="edgenn_maxpool_f32")
+        call = c_call("edgenn_maxpool_f32", IN0, OUT0, *geometry, Float(lo), Float(hi))
+        return KernelCall(call, SRC)
     include = int(p.count_include_pad)
-    call = (f"edgenn_avgpool_f32({{in0}}, {{out0}}, {geometry}, {include}, {c_float(lo)}, "
-            f"{c_float(hi)});")
-    return KernelCall(call, SRC, kernel_name="edgenn_avgpool_f32")
+    call = c_call("edgenn_avgpool_f32", IN0, OUT0, *geometry, include, Float(lo), Float(hi))
+    return KernelCall(call, SRC)
 
 
 def _softmax(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1]
-    call = (f"edgenn_softmax_f32({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{c_float(softmax_beta(node))});")
-    return KernelCall(call, SRC, kernel_name="edgenn_softmax_f32", in_place=True)
+    call = c_call("edgenn_softmax_f32", IN0, OUT0, x.size // depth, depth,
+                  Float(softmax_beta(node)))
+    return KernelCall(call, SRC, in_place=True)
 
 
 REDUCE_KIND = {"ReduceSum": 0, "Mean": 1, "ReduceMax": 2, "ReduceMin": 3}
@@ -60,10 +60,9 @@ def _reduce(node: Node, graph: Graph) -> KernelCall:
     x = graph.tensor(node.inputs[0])
     out_n = graph.tensor(node.outputs[0]).size
     count = out_n and x.size // out_n
-    call = (f"edgenn_reduce_f32({{in0}}, {{out0}}, {{dims}}, {{out_strides}}, "
-            f"{args(out_n, REDUCE_KIND[node.op], count)});")
-    name = "edgenn_mean_f32" if node.op == "Mean" else f"edgenn_{node.op.lower()}_f32"
-    return KernelCall(call, SRC, layout(x.shape, layer.axes), kernel_name=name,
+    call = c_call("edgenn_reduce_f32", IN0, OUT0, Array("dims"), Array("out_strides"),
+                  out_n, REDUCE_KIND[node.op], count)
+    return KernelCall(call, SRC, layout(x.shape, layer.axes),
                       comment=f"{node.op} float32 over axes {list(layer.axes)}")
 
 
@@ -72,8 +71,7 @@ _KERNELS: list[tuple[str, str, Callable[[Node, Graph], bool],
     ("MaxPool2D", "edgenn_maxpool_f32", all_float, _pool),
     ("AvgPool2D", "edgenn_avgpool_f32", all_float, _pool),
     ("Softmax", "edgenn_softmax_f32", all_float, _softmax),
-    *((op, "edgenn_mean_f32" if op == "Mean" else f"edgenn_{op.lower()}_f32", _reduce_match,
-       _reduce) for op in REDUCE_KIND),
+    *((op, "edgenn_reduce_f32", _reduce_match, _reduce) for op in REDUCE_KIND),
 ]
 for _op, _name, _match, _prepare in _KERNELS:
     register_kernel(PortableKernel(_op, _name, _match, _prepare, F32))

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode, quant_records
@@ -220,12 +221,12 @@ class FusedChainKernel:
                 return rows_call(rows, variant, names)
         plan = plan_chain(node, graph)
         return KernelCall(
-            call="edgenn_fused_chain_s8_dsp({in0}, {out0}, {scratch}, {meta}, {w}, {quant});",
+            call=c_call("edgenn_fused_chain_s8_dsp", IN0, OUT0, SCRATCH, Array("meta"), Array("w"),
+                        Array("quant")),
             sources=("edgenn_fused_chain_s8_dsp.c",),
             arrays=(CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
                     CArray("quant", "int32_t", plan.quant)),
             scratch_bytes=plan.scratch_bytes,
-            kernel_name=f"{self.name}[{variant}]",
             comment=f"fused {names}: {variant}, rings {plan.ring_bytes} B",
         )
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated, render_calls
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, matching_kernel
 from edgenn.backends.cortexm.kernels import window_conv
 from edgenn.backends.cortexm.kernels.conv import conv_params
@@ -263,8 +264,11 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
         if wp is not None:
             r = replace(r, windowed=True, wide=True, pl_off=vp.pad_l * in_c,
                         row_elems=wp.row_elems)
-            call = KernelCall(call="", sources=("edgenn_conv_s8_gemm_dsp.h",),
-                              arrays=window_conv.arrays(wp), kernel_name=window_conv.NAME,
+            # why no arguments: _wide_member_code calls the row function with the ring's
+            # row pointers itself
+            call = KernelCall(call=generated("wrow", window_conv.NAME),
+                              sources=("edgenn_conv_s8_gemm_dsp.h",),
+                              arrays=window_conv.arrays(wp),
                               code=window_conv.generate(wp))
         rows.append(r)
         calls.append(call)
@@ -329,7 +333,7 @@ def _member_code(k: int, r: MemberRows, call: KernelCall) -> str:
         return _wide_member_code(k, r)
     pre = f"@P@_m{k}"
     names = {a.name: f"{pre}_{a.name}" for a in call.arrays}
-    stmt = call.call.format_map({
+    stmt = render_calls(call.call, {
         **names, "prefix": pre, "in0": "((int8_t *)(win))", "out0": "((int8_t *)(dst))",
         "scratch": "((void *)(s->scr))"})
     lines = [f"static void @P@_row{k}(@P@_state *s, int oy, int8_t *dst)", "{"]
@@ -580,11 +584,10 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
     ]
     ring = plan.scratch_bytes - plan.members[0].win_off
     return KernelCall(
-        call="{prefix}_chain({in0}, {out0}, {scratch});",
+        call=generated("chain", f"edgenn_fused_chain_s8_dsp[{variant}]", IN0, OUT0, SCRATCH),
         sources=tuple(sources),
         arrays=tuple(arrays),
         scratch_bytes=plan.scratch_bytes,
-        kernel_name=f"edgenn_fused_chain_s8_dsp[{variant}]",
         comment=(f"fused {names}: {variant}, per-layer kernels "
                  f"({', '.join(c.kernel_name for c in plan.calls)}) over row windows "
                  f"{ring} B"),

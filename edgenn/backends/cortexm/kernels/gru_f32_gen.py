@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import c_float, const_operand
 from edgenn.backends.cortexm.kernels.lstm_f32_gen import sums_asm
@@ -201,13 +202,13 @@ class GeneratedGruF32:
         arrays: list[CArray] = [CArray("w", "float", weight_stream(p)),
                                 CArray("b", "float", biases)]
         h0 = const_operand(node, graph, 5, arrays)
-        final = "{out1}" if p.extra_output else "NULL"
+        final = Buf("out", 1) if p.extra_output else NULL
         code = (_gate_code(p) + "\n" + _step_code(p, n_input) + "\n"
                 + _sequence_code(p, batch, steps, n_input))
         return KernelCall(
-            call=f"{{prefix}}_gru({{in0}}, {{out0}}, {h0}, {final}, {{scratch}});",
+            call=generated("gru", self.name, IN0, OUT0, h0, final, SCRATCH),
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(8 * h + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(8 * h + 15) // 16 * 16, state_in_place=True,
             comment=f"GRU {steps} steps x {batch} rows, {n_input} -> {h}, generated VLDM/VMUL")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import c_float, const_operand
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import offset
@@ -240,13 +241,13 @@ class GeneratedLstmF32:
         arrays: list[CArray] = [CArray("w", "float", stream)]
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
-        finals = "{out1}, {out2}" if p.extra_outputs else "NULL, NULL"
+        finals = (Buf("out", 1), Buf("out", 2)) if p.extra_outputs else (NULL, NULL)
         code = (_unit_code(p) + "\n" + _step_code(p, n_input) + "\n"
                 + _sequence_code(p, batch, steps, n_input))
         return KernelCall(
-            call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
+            call=generated("lstm", self.name, IN0, OUT0, h0, c0, *finals, SCRATCH),
             sources=("edgenn_math_f32.h",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(4 * h + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(4 * h + 15) // 16 * 16, state_in_place=True,
             comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {h}, generated VLDM/VMUL")
 
 

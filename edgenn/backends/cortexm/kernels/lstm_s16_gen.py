@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.arith.fixed_point_s16 import reduced_multiplier
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand
 from edgenn.backends.cortexm.kernels.dense import pack_dense_weights, packable, pair_elements
@@ -261,15 +262,14 @@ class GeneratedLstmS16:
         arrays: list[CArray] = [CArray("w", "uint32_t", _weights(layer))]
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
-        finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+        finals = (Buf("out", 1), Buf("out", 2)) if layer.extra_outputs else (NULL, NULL)
         code = (MBQM64_HELPER + "\n" + _step_code(layer, px, ph) + "\n"
                 + _sequence_code(layer, batch, steps, n_input))
         scratch = 2 * (_pad4(n_input) + _pad4(h) + h)
         return KernelCall(
-            call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
+            call=generated("lstm", self.name, IN0, OUT0, h0, c0, *finals, SCRATCH),
             sources=("edgenn_curves_s16.h", "edgenn_sigmoid_table.h", "edgenn_fixed_point.h"),
             arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
-            kernel_name=self.name,
             # why safe: row b's state is read (widened / copied to scratch) before its
             # steps run, and its final state is written after them, at the same offsets
             state_in_place=True,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand, i32
@@ -351,16 +352,15 @@ class GeneratedLstmS8:
         arrays: list[CArray] = [CArray("w", "uint32_t", _weights(layer, triples))]
         h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
         c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
-        finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+        finals = (Buf("out", 1), Buf("out", 2)) if layer.extra_outputs else (NULL, NULL)
         code = (_step_code(layer, px, ph, triples) + "\n"
                 + _sequence_code(layer, batch, steps, n_input, px))
         scratch = 4 * (px + ph) + 2 * h
         return KernelCall(
-            call=f"{{prefix}}_lstm({{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
+            call=generated("lstm", self.name, IN0, OUT0, h0, c0, *finals, SCRATCH),
             sources=("edgenn_fc_widen_s8_dsp.c", "edgenn_curves_s16.h",
                      "edgenn_sigmoid_table.h"),
             arrays=tuple(arrays), code=code, scratch_bytes=(scratch + 15) // 16 * 16,
-            kernel_name=self.name,
             # why safe: row b's state is read (widened / copied to scratch) before its
             # steps run, and its final state is written after them, at the same offsets
             state_in_place=True,

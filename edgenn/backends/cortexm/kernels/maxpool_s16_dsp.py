@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, CCall, Generated
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import is_int16
 from edgenn.backends.cortexm.kernels.pooling import requant_tail
@@ -124,10 +125,10 @@ class MaxPoolS16Dsp:
         guard = name.upper() + "_DEFINED"
         code = HELPERS + f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}#endif\n"
         n = p.out_h * p.out_w * c
-        call = (f"{name}_pool({{in0}}, {{out0}});"
-                + requant_tail(p.requant, "{out0}", n, DType.INT16))
+        call = (CCall(Generated(f"{name}_pool", self.name, per_layer=False), (IN0, OUT0)),
+                *requant_tail(p.requant, OUT0, n, DType.INT16))
         sources = ("edgenn_s16_misc_quant.c",) if p.requant is not None else ()
-        return KernelCall(call, sources, kernel_name=self.name, code=code,
+        return KernelCall(call, sources, code=code,
                           comment=f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SIMD max x2")
 
 

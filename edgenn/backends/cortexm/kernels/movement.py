@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import OUT0, Arg, Array, Buf, CCall, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     const_operand,
     dense_strides,
 )
@@ -105,12 +105,12 @@ class StridedCopy:
         return plan, unit
 
 
-def copy_statement(node: Node, src: str, dst: str, copy: StridedCopy, elem_size: int,
-                   arrays: list[CArray], tag: str = "") -> str:
+def copy_statement(node: Node, src: Arg, dst: Arg, copy: StridedCopy, elem_size: int,
+                   arrays: list[CArray], tag: str = "") -> CCall:
     """The C call of one strided copy; its plan is appended to ``arrays`` as ``plan<tag>``."""
     plan, unit = copy.plan(node, elem_size)
     arrays.append(CArray(f"plan{tag}", "int32_t", plan))
-    return f"edgenn_strided_copy({src}, {dst}, {{plan{tag}}}, {unit});"
+    return c_call("edgenn_strided_copy", src, dst, Array(f"plan{tag}"), unit)
 
 
 def same_types(node: Node, graph: Graph) -> bool:
@@ -123,8 +123,8 @@ def _single_copy(node: Node, graph: Graph, copy: StridedCopy, name: str) -> Kern
     x = graph.tensor(node.inputs[0])
     arrays: list[CArray] = []
     src = const_operand(node, graph, 0, arrays)
-    call = copy_statement(node, src, "{out0}", copy, x.dtype.itemsize, arrays)
-    return KernelCall(call, SOURCES, tuple(arrays), kernel_name=name,
+    call = copy_statement(node, src, OUT0, copy, x.dtype.itemsize, arrays)
+    return KernelCall(call, SOURCES, tuple(arrays),
                       comment=f"{node.op} {list(x.shape)} -> "
                               f"{list(graph.tensor(node.outputs[0]).shape)}")
 
@@ -152,11 +152,10 @@ def _split(node: Node, graph: Graph) -> KernelCall:
     for k, name in enumerate(node.outputs):
         piece = graph.tensor(name).shape
         copy = StridedCopy.gathering(piece, dense, start * dense[axis])
-        calls.append(copy_statement(node, src, f"{{out{k}}}", copy, x.dtype.itemsize, arrays,
+        calls.append(copy_statement(node, src, Buf("out", k), copy, x.dtype.itemsize, arrays,
                                     str(k)))
         start += piece[axis]
-    return KernelCall("\n    ".join(calls), SOURCES, tuple(arrays),
-                      kernel_name="edgenn_strided_copy")
+    return KernelCall(tuple(calls), SOURCES, tuple(arrays))
 
 
 # -- space <-> depth ---------------------------------------------------------------------------
@@ -211,12 +210,12 @@ def _gather(node: Node, graph: Graph) -> KernelCall:
     if idx.is_const:
         assert idx.data is not None  # range checked by the IR's shape inference
         arrays.append(CArray("indices", "int32_t", np.asarray(idx.data, np.int64)))
-        indices = "{indices}"
+        indices: Arg = Array("indices")
     else:
-        indices = "{in1}"
-    call = (f"edgenn_gather({params}, {indices}, {{out0}}, "
-            f"{args(groups, outer, x.shape[axis], coords, block)});")
-    return KernelCall(call, SOURCES, tuple(arrays), kernel_name="edgenn_gather",
+        indices = Buf("in", 1)
+    call = c_call("edgenn_gather", params, indices, OUT0, groups, outer, x.shape[axis], coords,
+                  block)
+    return KernelCall(call, SOURCES, tuple(arrays),
                       comment=f"Gather axis {axis} batch_dims {bd}")
 
 

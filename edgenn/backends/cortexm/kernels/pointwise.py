@@ -76,6 +76,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgenn.arith.fixed_point import multiply_by_quantized_multiplier
+from edgenn.backends.cortexm.ccall import (
+    IN0,
+    OUT0,
+    SCRATCH,
+    Array,
+    Cast,
+    CCall,
+    Generated,
+    c_call,
+    generated,
+)
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
@@ -996,11 +1007,16 @@ def generate_compact_code(plan: Plan) -> str:
             + _COMPACT_COMMON + _compact_run_fn(plan))
 
 
-def compact_call(plan: Plan) -> str:
+def compact_call(plan: Plan, name: str) -> CCall:
+    """The call of the compact code's shared function of the plan's variant."""
     p = plan.p
-    return (f"pwc_run_{compact_variant(plan)}({{in0}}, {{out0}}, (uint32_t *){{scratch}}, {{w}}, "
-            f"{p.out_h * p.out_w}, {p.in_c}, {p.out_c}, {plan.kp}, {p.out_w}, "
-            f"{p.stride_h * p.in_w * p.in_c}, {p.stride_w * p.in_c});")
+    return c_call(Generated(f"pwc_run_{compact_variant(plan)}", name, per_layer=False),
+                  *_STREAM, p.out_h * p.out_w, p.in_c, p.out_c, plan.kp, p.out_w,
+                  p.stride_h * p.in_w * p.in_c, p.stride_w * p.in_c)
+
+
+# the input, the output, the scratch pixel pair and the weight stream every variant takes
+_STREAM = (IN0, OUT0, Cast("uint32_t *", SCRATCH), Array("w"))
 
 
 def scratch_bytes(plan: Plan) -> int:
@@ -1062,13 +1078,11 @@ def prepare_plan(plan: Plan, name: str = "edgenn_conv_s8_1x1_dsp") -> KernelCall
            if plan.compact else
            "fast requant, groups unrolled" if plan.unroll else "fast requant, group loop")
     return KernelCall(
-        call=compact_call(plan) if plan.compact else
-        "{prefix}_run({in0}, {out0}, (uint32_t *){scratch}, {w}"
-        + ("" if plan.mode else ", {mult}, {shift}") + ");",
+        call=compact_call(plan, name) if plan.compact else
+        generated("run", name, *_STREAM, *(() if plan.mode else (Array("mult"), Array("shift")))),
         sources=("edgenn_conv_s8_1x1_dsp.h",),
         arrays=tuple(arrays),
         scratch_bytes=scratch_bytes(plan),
-        kernel_name=name,
         comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, 1x1 stride "
         f"{p.stride_h},{p.stride_w}, 2x4 SMLAD blocks, {how}",
         code=generate_compact_code(plan) if plan.compact else generate_code(plan),

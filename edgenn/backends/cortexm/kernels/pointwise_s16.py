@@ -32,6 +32,7 @@ import hashlib
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels import pointwise_s16_wide as wide
 from edgenn.backends.cortexm.kernels.conv_s16 import INT32_MAX, WIDE64, epilogue, is_s16
@@ -523,10 +524,9 @@ class PointwiseS16:
                   if mode == FOLDED else
                   (CArray("w", "uint32_t", words), CArray("quant", "int32_t", quant)))
         return KernelCall(
-            call="{prefix}_conv({in0}, {out0});",
+            call=generated("conv", self.name, IN0, OUT0),
             sources=("edgenn_conv_s16_mac.h",),
             arrays=arrays,
-            kernel_name=self.name,
             comment=f"16x8 1x1 {g.npix} pixels x {g.in_c} -> {co}: 2x4 SMLAD blocks, "
                     f"{ep.mode_name} sums{RESCALE.get(mode, '')}",
             code=code + shared_code(g, mode),

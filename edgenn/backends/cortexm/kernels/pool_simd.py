@@ -25,8 +25,9 @@ import functools
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, c_call, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import args, i32, is_int8
+from edgenn.backends.cortexm.kernels.common import i32, is_int8
 from edgenn.backends.cortexm.kernels.pooling import pool_geometry, requant_tail
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
@@ -102,7 +103,7 @@ class AvgPoolSimd:
         h, w, c = p.in_h, p.in_w, p.in_c
         records = avg_records(node, graph)
         assert records is not None
-        tail = requant_tail(p.requant, "{out0}", p.out_h * p.out_w * c)
+        tail = requant_tail(p.requant, OUT0, p.out_h * p.out_w * c)
         comment = f"{h}x{w}x{c} -> {p.out_h}x{p.out_w}x{c}, SXTAB16 sums"
         if p.out_h == p.out_w == 1 and records.shape[0] == 1 and records[0, 0] == h * w \
                 and h * w <= MAX_PASS:
@@ -112,18 +113,18 @@ class AvgPoolSimd:
             final = (f"{{{magic}u, {bias}, {fix}, {act}, {p.act_min}, {p.act_max}, "
                      "0, 0, 0, 0, 0}")
             code = global_pool_code(c, taps, final)
-            return KernelCall("{prefix}_gap({in0}, {out0});" + tail, ("edgenn_avgpool_s8_dsp.h",
-                                                                      "edgenn_unary_s8.c"),
-                              kernel_name="edgenn_avgpool_s8_global_dsp",
+            name = "edgenn_avgpool_s8_global_dsp"
+            return KernelCall((generated("gap", name, IN0, OUT0), *tail),
+                              ("edgenn_avgpool_s8_dsp.h", "edgenn_unary_s8.c"),
                               comment=comment + ", global",
                               code=code)
-        call = (f"edgenn_avgpool_s8_dsp({{in0}}, {{out0}}, {{scratch}}, {pool_geometry(p)}, "
-                f"{{records}}, {args(p.act_min, p.act_max)});" + tail)
+        call = (c_call("edgenn_avgpool_s8_dsp", IN0, OUT0, SCRATCH, *pool_geometry(p),
+                       Array("records"), p.act_min, p.act_max), *tail)
         return KernelCall(call, ("edgenn_avgpool_s8_dsp.c", "edgenn_unary_s8.c"),
                           (CArray("records", "int32_t", i32(records)),),
                           # the int32 row of sums only serves windows summed in passes
                           scratch_bytes=4 * c if int(records[:, 0].max()) > MAX_PASS else 0,
-                          kernel_name=self.name, comment=comment)
+                          comment=comment)
 
 
 register_kernel(AvgPoolSimd())
@@ -150,8 +151,8 @@ class MeanSimd:
         # why no proof needed: the exact requantization (edgenn_requant_s32) of the int32 sum
         final = (f"{{0u, 0, 0, 0, -128, 127, 1, {layer.in_zp * layer.count}, {layer.mult}, "
                  f"{layer.shift}, {layer.out_zp}}}")
-        return KernelCall("{prefix}_gap({in0}, {out0});", ("edgenn_avgpool_s8_dsp.h",),
-                          kernel_name=self.name, comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
+        return KernelCall(generated("gap", self.name, IN0, OUT0), ("edgenn_avgpool_s8_dsp.h",),
+                          comment=f"{h}x{w}x{c} -> {c}, SXTAB16 sums",
                           code=global_pool_code(c, h * w, final))
 
 

@@ -4,10 +4,10 @@ types (``edgenn_pool_generic.h``)."""
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Arg, CCall, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     is_int8,
     is_int16,
 )
@@ -21,21 +21,22 @@ _TYPES = {DType.INT8: ("s8", ("edgenn_pool_s8.c", "edgenn_unary_s8.c"), "edgenn_
                         "edgenn_requant_s16_s16")}
 
 
-def requant_tail(r: Requant | None, out: str, n: int, dtype: DType = DType.INT8) -> str:
-    """The in-place rescale TFLM applies after a data-moving op on ``dtype`` data, or ''."""
+def requant_tail(r: Requant | None, out: Arg, n: int,
+                 dtype: DType = DType.INT8) -> tuple[CCall, ...]:
+    """The in-place rescale TFLM applies after a data-moving op on ``dtype`` data, or ()."""
     if r is None:
-        return ""
-    return (f"\n    {_TYPES[dtype][2]}({out}, {out}, {n}, "
-            f"{args(r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)});")
+        return ()
+    return (c_call(_TYPES[dtype][2], out, out, n, r.in_zp, r.mult, r.shift, r.out_zp,
+                   r.act_min, r.act_max),)
 
 
-def pool_geometry(p: PoolParams) -> str:
-    """in_h .. pad_l as a C argument list (every pooling kernel's common part)."""
-    return args(p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.k_h, p.k_w, p.stride_h,
-                p.stride_w, p.pad_t, p.pad_l)
+def pool_geometry(p: PoolParams) -> tuple[int, ...]:
+    """in_h .. pad_l, the arguments every pooling kernel starts with."""
+    return (p.in_h, p.in_w, p.in_c, p.out_h, p.out_w, p.k_h, p.k_w, p.stride_h, p.stride_w,
+            p.pad_t, p.pad_l)
 
 
-def _common(node: Node, graph: Graph) -> tuple[PoolParams, str, int, DType]:
+def _common(node: Node, graph: Graph) -> tuple[PoolParams, tuple[int, ...], int, DType]:
     p = prepare_pool(node, graph)
     return p, pool_geometry(p), p.out_h * p.out_w * p.in_c, p.dtype
 
@@ -43,9 +44,9 @@ def _common(node: Node, graph: Graph) -> tuple[PoolParams, str, int, DType]:
 def _max(node: Node, graph: Graph) -> KernelCall:
     p, geometry, n, dtype = _common(node, graph)
     suffix, sources, _ = _TYPES[dtype]
-    call = (f"edgenn_maxpool_{suffix}({{in0}}, {{out0}}, {geometry}, "
-            f"{args(p.act_min, p.act_max)});" + requant_tail(p.requant, "{out0}", n, dtype))
-    return KernelCall(call, sources, kernel_name=f"edgenn_maxpool_{suffix}")
+    call = (c_call(f"edgenn_maxpool_{suffix}", IN0, OUT0, *geometry, p.act_min, p.act_max),
+            *requant_tail(p.requant, OUT0, n, dtype))
+    return KernelCall(call, sources)
 
 
 def _avg(node: Node, graph: Graph) -> KernelCall:
@@ -53,10 +54,10 @@ def _avg(node: Node, graph: Graph) -> KernelCall:
     suffix, sources, _ = _TYPES[dtype]
     c = graph.tensor(node.inputs[0]).shape[3]
     include = int(bool(node.attr("count_include_pad", False)))
-    call = (f"edgenn_avgpool_{suffix}({{in0}}, {{out0}}, {{scratch}}, {geometry}, "
-            f"{args(include, p.in_zp, p.act_min, p.act_max)});"
-            + requant_tail(p.requant, "{out0}", n, dtype))
-    return KernelCall(call, sources, scratch_bytes=4 * c, kernel_name=f"edgenn_avgpool_{suffix}")
+    call = (c_call(f"edgenn_avgpool_{suffix}", IN0, OUT0, SCRATCH, *geometry, include, p.in_zp,
+                   p.act_min, p.act_max),
+            *requant_tail(p.requant, OUT0, n, dtype))
+    return KernelCall(call, sources, scratch_bytes=4 * c)
 
 
 for _match, _dtype in ((is_int8, DType.INT8), (is_int16, DType.INT16)):

@@ -4,10 +4,10 @@ int8, int8 -> int16, int16 -> int16 and int16 -> float32 (the int8-only cases ar
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
 )
 from edgenn.backends.cortexm.kernels.unary import dequantize_call, quantize_call
 from edgenn.ir import DType, Graph, Node
@@ -39,9 +39,8 @@ def _quantize(node: Node, graph: Graph) -> KernelCall:
     def requant(r: Requant, n: int) -> KernelCall:
         fn = _REQUANT[io_types(node, graph)]
         extra = [r.act_min, r.act_max] if fn == "edgenn_requant_s16_s16" else []
-        call = (f"{fn}({{in0}}, {{out0}}, "
-                f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, *extra)});")
-        return KernelCall(call, SRC, kernel_name=fn)
+        call = c_call(fn, IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp, *extra)
+        return KernelCall(call, SRC)
 
     return quantize_call(node, graph, "s16", SRC, requant)
 

@@ -3,8 +3,9 @@ int32), TFLite Micro's Requantize (the constants: ``edgenn.prepared.quantize``).
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, c_call
 from edgenn.backends.cortexm.kernel import KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args
+from edgenn.backends.cortexm.kernels.common import PortableKernel
 from edgenn.backends.cortexm.kernels.quantize_s16 import io_types
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.quantize import prepare_quantize
@@ -27,8 +28,8 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     assert r is not None  # the element types differ, so there is always a rescale
     fn = _REQUANT[io_types(node, graph)]
     n = graph.tensor(node.inputs[0]).size
-    call = f"{fn}({{in0}}, {{out0}}, {args(n, r.in_zp, r.mult, r.shift, r.out_zp)});"
-    return KernelCall(call, SRC, kernel_name=fn)
+    call = c_call(fn, IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp)
+    return KernelCall(call, SRC)
 
 
 register_kernel(PortableKernel("Quantize", "edgenn_requant_s32", _matches, _prepare,

@@ -19,6 +19,17 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edgenn.backends.cortexm.ccall import (
+    IN0,
+    NULL,
+    OUT0,
+    SCRATCH,
+    AddressOf,
+    Arg,
+    Buf,
+    Local,
+    c_call,
+)
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
@@ -110,11 +121,11 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
     code = ("static const edgenn_lstm_params @P@_params = {\n    {" + ",\n     ".join(gate_inits)
             + "},\n    " + scalars + "};")
     fn = "edgenn_lstm_s16" if p.wide else "edgenn_lstm_s8"
-    finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+    finals = (Buf("out", 1), Buf("out", 2)) if layer.extra_outputs else (NULL, NULL)
     return KernelCall(
-        call=f"{fn}(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, {{scratch}});",
+        call=c_call(fn, PARAMS, IN0, OUT0, h0, c0, *finals, SCRATCH),
         sources=("edgenn_lstm.c",), arrays=tuple(arrays), code=code,
-        scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))), kernel_name=fn,
+        scratch_bytes=_aligned16(2 * (7 * _pad4(n_cell) + _pad4(n_input))),
         state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {n_cell}")
 
@@ -147,17 +158,16 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
             fields["peephole"].append(f"@P@_p{k}")
     h0 = const_operand(node, graph, LSTM_INDEX["output_state"], arrays)
     c0 = const_operand(node, graph, LSTM_INDEX["cell_state"], arrays)
-    finals = "{out1}, {out2}" if layer.extra_outputs else "NULL, NULL"
+    finals = (Buf("out", 1), Buf("out", 2)) if layer.extra_outputs else (NULL, NULL)
     code = ("static const edgenn_lstm_f32_params @P@_params = {\n"
             + "".join(f"    {{{', '.join(v)}}},\n" for v in fields.values())
             + f"    {c_float(layer.cell_clip)}, {c_float(layer.gate_clip)}, "
             + args(int(layer.activation == "sigmoid"), batch, steps, n_input, layer.n_cell,
                    int(layer.time_major)) + "};")
     return KernelCall(
-        call=(f"edgenn_lstm_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {h0}, {c0}, {finals}, "
-              "{scratch});"),
+        call=c_call("edgenn_lstm_f32", PARAMS, IN0, OUT0, h0, c0, *finals, SCRATCH),
         sources=("edgenn_lstm_f32.c",), arrays=tuple(arrays), code=code,
-        scratch_bytes=_aligned16(24 * layer.n_cell), kernel_name="edgenn_lstm_f32",
+        scratch_bytes=_aligned16(24 * layer.n_cell),
         state_in_place=True,
         comment=f"LSTM {steps} steps x {batch} rows, {n_input} -> {layer.n_cell}")
 
@@ -168,9 +178,13 @@ register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32",
 
 
 # -- SVDF ----------------------------------------------------------------------------------------
-def _state_out(node: Node) -> str:
-    """The new-state output's placeholder, NULL when the node has none."""
-    return "{out1}" if len(node.outputs) == 2 else "NULL"
+def _state_out(node: Node) -> Arg:
+    """The new-state output, NULL when the node has none."""
+    return Buf("out", 1) if len(node.outputs) == 2 else NULL
+
+
+# the parameter block the layer's code defines (``@P@_params``), by address
+PARAMS = AddressOf(Local("params"))
 
 
 def _svdf_layer(node: Node, graph: Graph) -> SvdfParams:
@@ -198,11 +212,9 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
     state_bytes = batch * layer.filters * layer.memory * state_t.dtype.itemsize
     scratch = _aligned16((state_bytes + 3) // 4 * 4 + 4 * layer.filters)
     return KernelCall(
-        call=(f"edgenn_svdf_s8(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
-              f"{_state_out(node)}, {{scratch}});"),
+        call=c_call("edgenn_svdf_s8", PARAMS, IN0, OUT0, state0, _state_out(node), SCRATCH),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         state_in_place=True,
-        kernel_name="edgenn_svdf_s8",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 
@@ -223,11 +235,9 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
             + f", {c_float(layer.act_min)}, {c_float(layer.act_max)}}};")
     scratch = _aligned16(4 * (batch * layer.filters * layer.memory + layer.filters))
     return KernelCall(
-        call=(f"edgenn_svdf_f32(&{{prefix}}_params, {{in0}}, {{out0}}, {state0}, "
-              f"{_state_out(node)}, {{scratch}});"),
+        call=c_call("edgenn_svdf_f32", PARAMS, IN0, OUT0, state0, _state_out(node), SCRATCH),
         sources=("edgenn_svdf.c",), arrays=tuple(arrays), code=code, scratch_bytes=scratch,
         state_in_place=True,
-        kernel_name="edgenn_svdf_f32",
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 

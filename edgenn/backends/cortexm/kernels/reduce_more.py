@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from edgenn.arith.fixed_point import wrap_int32
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, CCall, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     dense_strides,
     padded,
 )
@@ -47,16 +47,15 @@ def layout(shape: Sequence[int], axes: Sequence[int]) -> tuple[CArray, CArray]:
 def _extreme(node: Node, graph: Graph) -> KernelCall:
     layer = prepare_reduce(node, graph)
     out_n = graph.tensor(node.outputs[0]).size
-    call = (f"edgenn_reduce_extreme_s8({{in0}}, {{out0}}, {{dims}}, {{out_strides}}, "
-            f"{args(out_n, int(layer.largest))});")
+    call: tuple[CCall, ...] = (c_call("edgenn_reduce_extreme_s8", IN0, OUT0, Array("dims"),
+                                      Array("out_strides"), out_n, int(layer.largest)),)
     sources: tuple[str, ...] = SRC
     r = layer.requant
     if r is not None:  # the output's own quantization, after the raw extreme
-        call += (f"\nedgenn_requant_s8({{out0}}, {{out0}}, "
-                 f"{args(out_n, r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)});")
+        call += (c_call("edgenn_requant_s8", OUT0, OUT0, out_n, r.in_zp, r.mult, r.shift,
+                        r.out_zp, r.act_min, r.act_max),)
         sources = (*SRC, "edgenn_unary_s8.c")
-    return KernelCall(call, sources, layout(layer.in_shape, layer.axes),
-                      kernel_name="edgenn_reduce_extreme_s8")
+    return KernelCall(call, sources, layout(layer.in_shape, layer.axes))
 
 
 def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
@@ -64,11 +63,10 @@ def _sum_call(node: Node, graph: Graph, offset: int, mult: int, shift: int,
     layer = prepare_reduce(node, graph)
     suffix = "s16" if graph.tensor(node.inputs[0]).dtype is DType.INT16 else "s8"
     out_n = graph.tensor(node.outputs[0]).size
-    call = (f"edgenn_reduce_sum_{suffix}({{in0}}, {{out0}}, {{scratch}}, {{dims}}, "
-            f"{{out_strides}}, {args(out_n, offset, mult, shift, out_zp)});")
+    call = c_call(f"edgenn_reduce_sum_{suffix}", IN0, OUT0, SCRATCH, Array("dims"),
+                  Array("out_strides"), out_n, offset, mult, shift, out_zp)
     shape = graph.tensor(node.inputs[0]).shape
-    return KernelCall(call, SRC, layout(shape, layer.axes), scratch_bytes=4 * out_n,
-                      kernel_name=f"edgenn_reduce_sum_{suffix}")
+    return KernelCall(call, SRC, layout(shape, layer.axes), scratch_bytes=4 * out_n)
 
 
 def _sum(node: Node, graph: Graph) -> KernelCall:
@@ -83,9 +81,9 @@ def _arg(node: Node, graph: Graph) -> KernelCall:
     shape = layer.in_shape
     outer = int(np.prod(shape[:layer.axis], dtype=np.int64))
     inner = int(np.prod(shape[layer.axis + 1:], dtype=np.int64))
-    call = (f"edgenn_arg_s8({{in0}}, {{out0}}, "
-            f"{args(outer, shape[layer.axis], inner, int(layer.largest), int(layer.last))});")
-    return KernelCall(call, SRC, kernel_name="edgenn_arg_s8")
+    call = c_call("edgenn_arg_s8", IN0, OUT0, outer, shape[layer.axis], inner,
+                  int(layer.largest), int(layer.last))
+    return KernelCall(call, SRC)
 
 
 def _int8(node: Node, graph: Graph) -> bool:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.arith.resize import Taps
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Array, CCall, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args
+from edgenn.backends.cortexm.kernels.common import PortableKernel
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.requant import Requant
 from edgenn.prepared.resize import prepare_resize
@@ -23,14 +24,15 @@ def _matches(node: Node, graph: Graph) -> bool:
     return node.attr("mode") == "nearest" or x.dtype is DType.INT8
 
 
-def _requant(r: Requant | None, dtype: DType, n: int) -> tuple[str, tuple[str, ...]]:
+def _requant(r: Requant | None, dtype: DType,
+             n: int) -> tuple[tuple[CCall, ...], tuple[str, ...]]:
     """The rescale to a differently quantized output, in place after the resize."""
     if r is None:
-        return "", ()
-    values = args(n, r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)
+        return (), ()
+    values = (n, r.in_zp, r.mult, r.shift, r.out_zp, r.act_min, r.act_max)
     if dtype is DType.INT8:
-        return f"\nedgenn_requant_s8({{out0}}, {{out0}}, {values});", ("edgenn_unary_s8.c",)
-    return (f"\nedgenn_requant_s16_s16({{out0}}, {{out0}}, {values});",
+        return (c_call("edgenn_requant_s8", OUT0, OUT0, *values),), ("edgenn_unary_s8.c",)
+    return ((c_call("edgenn_requant_s16_s16", OUT0, OUT0, *values),),
             ("edgenn_s16_misc_quant.c",))
 
 
@@ -46,18 +48,16 @@ def _prepare(node: Node, graph: Graph) -> KernelCall:
     _, oh, ow, _ = y.shape
     tail, extra = _requant(layer.requant, x.dtype, y.size)
     if layer.mode == "nearest":
-        call = (f"edgenn_resize_nearest({{in0}}, {{out0}}, "
-                f"{args(w, oh, ow, c * x.dtype.itemsize)}, {{rows}}, {{cols}});")
-        return KernelCall(call + tail, SRC + extra,
+        call = c_call("edgenn_resize_nearest", IN0, OUT0, w, oh, ow, c * x.dtype.itemsize,
+                      Array("rows"), Array("cols"))
+        return KernelCall((call, *tail), SRC + extra,
                           (CArray("rows", "int32_t", layer.rows),
-                           CArray("cols", "int32_t", layer.cols)),
-                          kernel_name="edgenn_resize_nearest")
-    call = (f"edgenn_resize_bilinear_s8({{in0}}, {{out0}}, {args(w, c, oh, ow)}, {{y_taps}}, "
-            "{x_taps});")
-    return KernelCall(call + tail, SRC + extra,
+                           CArray("cols", "int32_t", layer.cols)))
+    call = c_call("edgenn_resize_bilinear_s8", IN0, OUT0, w, c, oh, ow, Array("y_taps"),
+                  Array("x_taps"))
+    return KernelCall((call, *tail), SRC + extra,
                       (CArray("y_taps", "int32_t", _taps(layer.y_taps)),
-                       CArray("x_taps", "int32_t", _taps(layer.x_taps))),
-                      kernel_name="edgenn_resize_bilinear_s8")
+                       CArray("x_taps", "int32_t", _taps(layer.x_taps))))
 
 
 register_kernel(PortableKernel("Resize", "edgenn_resize", _matches, _prepare,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import PortableKernel, args, is_int8
+from edgenn.backends.cortexm.kernels.common import PortableKernel, is_int8
 from edgenn.ir import Graph, Node
 from edgenn.prepared.softmax import prepare_softmax
 
@@ -14,12 +15,11 @@ def gemmlowp_softmax_call(node: Node, graph: Graph, function: str, source: str) 
     layer = prepare_softmax(node, graph)
     x = graph.tensor(node.inputs[0])
     depth = x.shape[-1] if x.shape else 1
-    call = (f"{function}({{in0}}, {{out0}}, {args(x.size // depth, depth)}, "
-            f"{{exp_lut}}, {{acc_lut}}, {layer.diff_min});")
+    call = c_call(function, IN0, OUT0, x.size // depth, depth, Array("exp_lut"),
+                  Array("acc_lut"), layer.diff_min)
     return KernelCall(call, (source,),
                       (CArray("exp_lut", "int32_t", layer.exp_lut),
-                       CArray("acc_lut", "int32_t", layer.acc_lut)),
-                      kernel_name=function)
+                       CArray("acc_lut", "int32_t", layer.acc_lut)))
 
 
 def _prepare(node: Node, graph: Graph) -> KernelCall:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from edgenn.arith.zero_point import fold_input_zero_point
+from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import const_operand, i32
 from edgenn.backends.cortexm.kernels.dense import (
@@ -332,12 +333,12 @@ class GeneratedSvdfS8:
                 else _time_code(s.memory, store))
         code = (_features_code(s, px) + "\n" + time + "\n"
                 + _svdf_code(s, batch, n_input, px, store))
-        out = "{out1}" if store else "NULL"
+        new_state = Buf("out", 1) if store else NULL
         scratch = 4 * px + 4 * (s.filters + 1)
         return KernelCall(
-            call=f"{{prefix}}_svdf({{in0}}, {{out0}}, {state0}, {out}, {{scratch}});",
+            call=generated("svdf", self.name, IN0, OUT0, state0, new_state, SCRATCH),
             sources=("edgenn_fc_widen_s8_dsp.c",), arrays=tuple(arrays), code=code,
-            scratch_bytes=(scratch + 15) // 16 * 16, kernel_name=self.name, state_in_place=True,
+            scratch_bytes=(scratch + 15) // 16 * 16, state_in_place=True,
             comment=(f"SVDF {s.filters} filters x {s.memory} memory, rank "
                      f"{s.rank}, generated SMLAD"))
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Array, Float, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
-    c_double,
-    c_float,
     is_int8,
 )
 from edgenn.ir import DType, Graph, Node
@@ -30,18 +28,18 @@ def _clamp(node: Node, graph: Graph) -> KernelCall:
     p = prepare_clamp(node, graph)
     n = _n(node, graph)
     if not p.requant:
-        return KernelCall(f"edgenn_clamp_s8({{in0}}, {{out0}}, {args(n, p.act_min, p.act_max)});",
-                          SRC, kernel_name="edgenn_clamp_s8")
-    call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, p.in_zp, p.mult, p.shift, p.out_zp, p.act_min, p.act_max)});")
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
+        return KernelCall(c_call("edgenn_clamp_s8", IN0, OUT0, n, p.act_min, p.act_max),
+                          SRC)
+    call = c_call("edgenn_requant_s8", IN0, OUT0, n, p.in_zp, p.mult, p.shift, p.out_zp,
+                  p.act_min, p.act_max)
+    return KernelCall(call, SRC)
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
     table = prepare_curve(node, graph).table
     assert table is not None  # int8 input (is_int8)
-    return KernelCall(f"edgenn_lut_s8({{in0}}, {{out0}}, {_n(node, graph)}, {{table}});", SRC,
-                      (CArray("table", "int8_t", table),), kernel_name="edgenn_lut_s8")
+    return KernelCall(c_call("edgenn_lut_s8", IN0, OUT0, _n(node, graph), Array("table")), SRC,
+                      (CArray("table", "int8_t", table),))
 
 
 def _is_float_to_int8(node: Node, graph: Graph) -> bool:
@@ -60,13 +58,13 @@ def quantize_call(node: Node, graph: Graph, suffix: str, sources: tuple[str, ...
     p = prepare_quantize(node, graph)
     n = _n(node, graph)
     if p.from_float:
-        call = (f"edgenn_quantize_f32_{suffix}({{in0}}, {{out0}}, {n}, {c_float(p.out_scale)}, "
-                f"{p.out_zp});")
-        return KernelCall(call, sources, kernel_name=f"edgenn_quantize_f32_{suffix}")
+        call = c_call(f"edgenn_quantize_f32_{suffix}", IN0, OUT0, n, Float(p.out_scale),
+                      p.out_zp)
+        return KernelCall(call, sources)
     if p.requant is None:  # the same type and parameters
         size = n * graph.tensor(node.inputs[0]).dtype.itemsize
-        return KernelCall(f"edgenn_copy_blocks({{in0}}, {{out0}}, 1, {size}, {size});",
-                          ("edgenn_move.c",), kernel_name="edgenn_copy_blocks")
+        return KernelCall(c_call("edgenn_copy_blocks", IN0, OUT0, 1, size, size),
+                          ("edgenn_move.c",))
     return requant(p.requant, n)
 
 
@@ -75,15 +73,14 @@ def dequantize_call(node: Node, graph: Graph, suffix: str,
     """A Dequantize node's call, ``edgenn_dequantize_<suffix>_f32``."""
     p = prepare_dequantize(node, graph)
     name = f"edgenn_dequantize_{suffix}_f32"
-    call = (f"{name}({{in0}}, {{out0}}, {_n(node, graph)}, {c_double(p.in_scale)}, "
-            f"{p.in_zp});")
-    return KernelCall(call, sources, kernel_name=name)
+    call = c_call(name, IN0, OUT0, _n(node, graph), Float(p.in_scale, double=True), p.in_zp)
+    return KernelCall(call, sources)
 
 
 def _requant_s8(r: Requant, n: int) -> KernelCall:
-    call = (f"edgenn_requant_s8({{in0}}, {{out0}}, "
-            f"{args(n, r.in_zp, r.mult, r.shift, r.out_zp, -128, 127)});")
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8")
+    call = c_call("edgenn_requant_s8", IN0, OUT0, n, r.in_zp, r.mult, r.shift, r.out_zp, -128,
+                  127)
+    return KernelCall(call, SRC)
 
 
 def _quantize(node: Node, graph: Graph) -> KernelCall:
@@ -113,9 +110,9 @@ def _requant_u8_match(node: Node, graph: Graph) -> bool:
 def _requant_u8(node: Node, graph: Graph) -> KernelCall:
     r = prepare_quantize(node, graph).requant
     assert r is not None  # int8 -> uint8 always changes the type
-    call = (f"edgenn_requant_s8_u8({{in0}}, {{out0}}, "
-            f"{args(_n(node, graph), r.in_zp, r.mult, r.shift, r.out_zp)});")
-    return KernelCall(call, SRC, kernel_name="edgenn_requant_s8_u8")
+    call = c_call("edgenn_requant_s8_u8", IN0, OUT0, _n(node, graph), r.in_zp, r.mult, r.shift,
+                  r.out_zp)
+    return KernelCall(call, SRC)
 
 
 register_kernel(PortableKernel("Quantize", "edgenn_requant_s8_u8", _requant_u8_match,

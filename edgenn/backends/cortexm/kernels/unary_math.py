@@ -17,10 +17,10 @@ from collections.abc import Callable
 import numpy as np
 
 from edgenn.arith.int16_curves import SIGMOID_TABLE_UINT16
+from edgenn.backends.cortexm.ccall import IN0, OUT0, Arg, Array, c_call
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.common import (
     PortableKernel,
-    args,
     is_int8,
     is_int16,
 )
@@ -47,17 +47,16 @@ def int8_table(node: Node, graph: Graph) -> np.ndarray:
 
 
 def _lut(node: Node, graph: Graph) -> KernelCall:
-    call = f"edgenn_lut_s8({{in0}}, {{out0}}, {_n(node, graph)}, {{table}});"
+    call = c_call("edgenn_lut_s8", IN0, OUT0, _n(node, graph), Array("table"))
     return KernelCall(call, LUT_SRC, (CArray("table", "int8_t", int8_table(node, graph)),),
-                      kernel_name="edgenn_lut_s8", comment=f"{node.op} int8 via 256-entry table",
+                      comment=f"{node.op} int8 via 256-entry table",
                       in_place=True)
 
 
-def _s16(function: str, node: Node, graph: Graph, *values: object,
+def _s16(function: str, node: Node, graph: Graph, *values: Arg | int | float,
          sources: tuple[str, ...] = S16_SRC, arrays: tuple[CArray, ...] = ()) -> KernelCall:
-    extra = f", {args(*values)}" if values else ""
-    call = f"{function}({{in0}}, {{out0}}, {_n(node, graph)}{extra});"
-    return KernelCall(call, sources, arrays, kernel_name=function, in_place=True)
+    call = c_call(function, IN0, OUT0, _n(node, graph), *values)
+    return KernelCall(call, sources, arrays, in_place=True)
 
 
 def _leaky_relu(node: Node, graph: Graph) -> KernelCall:
@@ -96,7 +95,7 @@ def _curve(function: str) -> Callable[[Node, Graph], KernelCall]:
         curve = prepare_curve(node, graph).int16
         assert curve is not None  # int16 input
         table = CArray("table", "uint16_t", SIGMOID_TABLE_UINT16)
-        return _s16(function, node, graph, curve.multiplier, curve.shift, "{table}",
+        return _s16(function, node, graph, curve.multiplier, curve.shift, Array("table"),
                     sources=CURVES_SRC, arrays=(table,))
 
     return prepare
