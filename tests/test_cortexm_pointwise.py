@@ -369,9 +369,10 @@ SPARSE_CHAINS = [
 
 @needs_arm
 @pytest.mark.parametrize("case", range(len(SPARSE_CHAINS)))
-@pytest.mark.parametrize("variant", ["default", "looped", "always"])
+@pytest.mark.parametrize("variant", ["default", "looped", "always", "fused"])
 def test_emulator_sparse_chains_match_reference(case: int, variant: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sparse form per layer and as the row members of a fused chain (few rows a call)."""
     hw, cin, layers, dead, dead_in, dead_layers, zps = SPARSE_CHAINS[case]
     if variant == "looped":
         monkeypatch.setattr(pw, "UNROLL_BUDGET", 0)
@@ -382,6 +383,15 @@ def test_emulator_sparse_chains_match_reference(case: int, variant: str,
     plans = [pw.make_plan(conv_params(n, g)) for n in g.nodes]
     assert any(pl is not None and pl.kout is not None for pl in plans)
     x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    want = compile_ref(g).run(x)[0]
+    if variant == "fused":
+        from edgenn.passes.fusion.chains import find_chains
+        from edgenn.passes.fusion.rewrite import apply_fusion
+
+        g = apply_fusion(g, find_chains(g), "ring_hoisted_pair")
     got, kernels = _run_m4(g, x)
-    assert kernels == [pw.PointwiseConv.name] * len(layers)
-    np.testing.assert_array_equal(got, compile_ref(g).run(x)[0])
+    if variant == "fused":
+        assert kernels == ["edgenn_fused_chain_s8_dsp[ring_hoisted_pair]"]
+    else:
+        assert kernels == [pw.PointwiseConv.name] * len(layers)
+    np.testing.assert_array_equal(got, want)
