@@ -25,6 +25,7 @@ from edgenn.backends.cortexm.kernels.depthwise import (
     plan_layer,
     row_code,
 )
+from edgenn.backends.cortexm.kernels.read_channels import read_channels
 from edgenn.backends.cortexm.selection import select_kernel
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.backends.ref import compile_ref
@@ -371,3 +372,72 @@ def test_emulator_compact_code() -> None:
         exe = compile_cortexm(g, "cortex-m4", compact=True)
         assert [str(m["kernel"]) for m in exe.manifest["layers"]] == ["edgenn_dwconv_s8_gen_dsp"]
         np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])
+
+
+# ---- channels no reader weighs (kernels/read_channels.py) are not computed -----------------
+
+def dw_pw_graph(rng: np.random.Generator, hw: tuple[int, int], c: int,
+                strides: tuple[int, int], pads: tuple[int, int, int, int], unread: int,
+                cout: int = 6) -> Graph:
+    """depthwise 3x3 -> 1x1 conv whose weights leave ``unread`` channels (scattered) at 0."""
+    g = dw_graph(rng, hw, c, (3, 3), strides, pads, Activation.RELU, out_zp=-128)
+    y = g.tensor("y")
+    w = rng.integers(-127, 128, size=(cout, 1, 1, c)).astype(np.int8)
+    w[..., rng.choice(c, size=unread, replace=False)] = 0
+    wt = Tensor("w2", w.shape, DType.INT8,
+                QuantParams(rng.uniform(0.002, 0.02, cout).astype(np.float32),
+                            np.zeros(cout, np.int64), 0), w)
+    bt = Tensor.const("b2", rng.integers(-20000, 20000, size=cout).astype(np.int32))
+    node = Node("pw", "Conv2D", ("y", "w2", "b2"), ("z",),
+                {"strides": (1, 1), "pads": (0, 0, 0, 0), "activation": Activation.NONE})
+    ((shape, dtype),) = infer(node, [y, wt, bt])
+    z = Tensor("z", shape, dtype, QuantParams.per_tensor(0.3, 3))
+    return Graph("g", {**g.tensors, "w2": wt, "b2": bt, "z": z}, (*g.nodes, node), ("x",),
+                 ("z",))
+
+
+def test_read_channels_only_through_one_conv_reader() -> None:
+    rng = np.random.default_rng(70)
+    g = dw_pw_graph(rng, (6, 6), 8, (1, 1), (1, 1, 1, 1), unread=3)
+    live = read_channels(g.nodes[0], g)
+    w2 = g.tensor("w2").data
+    assert live is not None and len(live) == 5
+    assert all(np.any(w2[..., k] != 0) for k in live)
+    out = Graph("g", g.tensors, g.nodes, ("x",), ("y", "z"))  # y observed: every channel
+    assert read_channels(out.nodes[0], out) is None
+    assert read_channels(g.nodes[1], g) is None  # z is the graph output
+    g0 = dw_pw_graph(rng, (6, 6), 8, (1, 1), (1, 1, 1, 1), unread=0)
+    assert read_channels(g0.nodes[0], g0) is None  # every channel read
+    # a second reader of y: it may read any channel
+    two = Node("pw2", "Conv2D", ("y", "w2", "b2"), ("z2",), g.nodes[1].attrs)
+    g2 = Graph("g", {**g.tensors, "z2": Tensor("z2", g.tensor("z").shape, DType.INT8,
+                                                g.tensor("z").quant)},
+               (*g.nodes, two), ("x",), ("z", "z2"))
+    assert read_channels(g2.nodes[0], g2) is None
+
+
+DW_UNREAD = [
+    # hw, channels, strides, pads, unread channels
+    ((9, 9), 16, (1, 1), (1, 1, 1, 1), 11),  # broken pairs: pairs and single channels
+    ((8, 8), 7, (2, 2), (0, 0, 1, 1), 2),  # odd channel count, stride 2
+    ((25, 5), 12, (1, 1), (1, 1, 1, 1), 5),  # tall narrow: planned transposed
+    ((6, 6), 5, (1, 1), (1, 1, 1, 1), 5),  # no channel read at all
+]
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(DW_UNREAD)))
+def test_emulator_unread_channels_are_skipped(case: int) -> None:
+    pytest.importorskip("unicorn")
+    from edgenn.api import compile_model
+
+    hw, c, strides, pads, unread = DW_UNREAD[case]
+    rng = np.random.default_rng(950 + case)
+    g = dw_pw_graph(rng, hw, c, strides, pads, unread)
+    call = select_kernel(g.nodes[0], g, M4).prepare(g.nodes[0], g, M4)
+    assert f", {c - unread} of {c} channels read downstream" in (call.comment or "")
+    exe = compile_model(g, target="cortex-m4")
+    layers = exe.manifest["layers"]
+    assert layers[0]["kernel"] == "edgenn_dwconv_s8_gen_dsp"
+    x = rng.integers(-128, 128, size=(3, *hw, c)).astype(np.int8)
+    np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])

@@ -31,11 +31,14 @@ M4 = get_core("cortex-m4")
 def chain_graph(rng: np.random.Generator, hw: tuple[int, int], cin: int,
                 layers: list[tuple[int, tuple[int, int], Activation]],
                 per_channel: bool = True, dead: int = 0,
-                out_zps: list[int] | None = None) -> Graph:
+                out_zps: list[int] | None = None, dead_in: int = 0,
+                dead_layers: int = 1, dead_bias: int = 2**30) -> Graph:
     """x -> 1x1 conv -> ... : one layer per (cout, strides, activation).
 
-    ``dead``: that many output channels of the first layer get all-zero weights and a huge
-    bias (as in the VWW model), ``out_zps`` the output zero points (default random).
+    ``dead``: that many output channels of the first ``dead_layers`` layers (scattered) get
+    all-zero weights and a bias of +-``dead_bias`` at most (huge by default, as in the VWW
+    model); ``dead_in``: that many input channels (scattered) of those layers are weighed by
+    no channel; ``out_zps`` the output zero points (default random).
     """
     in_zp = int(rng.integers(-128, 128))
     tensors = [Tensor("x", (1, *hw, cin), DType.INT8, QuantParams.per_tensor(0.05, in_zp))]
@@ -49,9 +52,13 @@ def chain_graph(rng: np.random.Generator, hw: tuple[int, int], cin: int,
                              np.zeros(cout, np.int64), 0)
         else:
             wq = QuantParams.per_tensor(float(np.float32(rng.uniform(0.002, 0.02))), 0)
-        if i == 0 and dead:
-            w[:dead] = 0
-            b[:dead] = rng.choice([-(2**30), 2**30], size=dead)
+        if i < dead_layers and dead:
+            rows = rng.choice(cout, size=min(dead, cout), replace=False)
+            w[rows] = 0
+            b[rows] = (rng.choice([-dead_bias, dead_bias], size=len(rows)) if dead_bias >= 2**20
+                       else rng.integers(-dead_bias, dead_bias + 1, size=len(rows)))
+        if i < dead_layers and dead_in:
+            w[..., rng.choice(c, size=min(dead_in, c), replace=False)] = 0
         wt = Tensor(f"w{i}", w.shape, DType.INT8, wq, w)
         bt = Tensor.const(f"b{i}", b.astype(np.int32))
         node = Node(f"conv{i}", "Conv2D", (prev, wt.name, bt.name), (f"y{i}",),
@@ -72,7 +79,7 @@ def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
     """What the generated code computes, from the packed stream (int32 wrap-around)."""
     p = plan.p
     stream = pw.pack_stream(plan).astype(np.uint32)
-    pairs = pw.pair_plan(p.in_c)
+    pairs = plan.pairs
     kp = len(pairs)
     xs = x[0, ::p.stride_h, ::p.stride_w][: p.out_h, : p.out_w].reshape(-1, p.in_c)
     xs = xs.astype(np.int64)
@@ -83,6 +90,10 @@ def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
             x2[:, j, 1] = 2 * xs[:, k1]
     c = 128 * x2.sum(axis=(1, 2))
     out = np.zeros((xs.shape[0], p.out_c), np.int64)
+    if plan.kout is not None:  # the sparse form: constants from the template words
+        tpl = pw.pack_template(plan).view(np.int8)[: p.out_c]
+        out[:] = tpl
+    chans = plan.chans
     pos = 0
 
     def s16(v: np.ndarray) -> np.ndarray:
@@ -110,7 +121,8 @@ def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
         acc[0] = wrap(acc[0] - acc[1] * 256)
         acc[2] = wrap(acc[2] - acc[3] * 256)
         for i in range(pw.GROUP):
-            ch = 4 * g + i
+            j = 4 * g + i
+            ch = chans[j] if j < plan.nout else p.out_c  # >= out_c: a padding position
             a2 = acc[i]
             if plan.compact:  # 4 records per group: {mult, h}, r - 1 = lowest set bit of h;
                 m, h = (wrap(np.int64(v)) for v in stream[pos:pos + 2])  # narrow: + r
@@ -129,7 +141,7 @@ def model_block(plan: pw.Plan, x: np.ndarray) -> np.ndarray:
             if plan.mode:
                 m, h = (wrap(np.int64(v)) for v in stream[pos:pos + 2])
                 pos += 2
-                if not plan.unroll and ch < pw.GROUP * (p.out_c // pw.GROUP):
+                if not plan.unroll and j < pw.GROUP * (plan.nout // pw.GROUP):
                     pos += 1
                 r = int(plan.shift[ch])
                 t = h + (a2 >> 31) if plan.sign else h
@@ -292,3 +304,95 @@ def test_compact_code_is_shared_between_layers() -> None:
     assert plan is not None and pw.compact_variant(plan).endswith("_c8x40")
     plan = pw.make_plan(conv_params(g2.nodes[1], g2), compact=True)  # tiny: stays unrolled
     assert plan is not None and plan.unroll and not plan.compact
+
+
+# ---- the sparse form: constant (all-zero-weight) channels and inputs no channel weighs -------
+
+SPARSE_CASES = [
+    # hw, cin, cout, strides, act, dead outputs, dead inputs, dead bias
+    ((3, 3), 64, 40, (1, 1), Activation.RELU, 29, 40, 2**30),  # odd pixels, odd kin
+    ((4, 3), 33, 17, (1, 1), Activation.NONE, 9, 0, 3000),  # constants inside the range
+    ((2, 5), 40, 9, (2, 1), Activation.RELU6, 0, 31, 0),  # inputs only: direct stores
+    ((1, 1), 20, 12, (1, 1), Activation.RELU, 7, 11, 500),  # one pixel
+    ((5, 2), 17, 6, (1, 1), Activation.NONE, 6, 0, 2**30),  # every channel a constant
+    ((3, 4), 130, 70, (1, 1), Activation.RELU, 50, 77, 800),
+]
+
+
+@pytest.mark.parametrize("case", range(len(SPARSE_CASES)))
+def test_host_model_of_the_sparse_form(case: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    hw, cin, cout, strides, act, dead, dead_in, dbias = SPARSE_CASES[case]
+    monkeypatch.setattr(pw, "SPARSE_GAIN", 100.0)  # any dead channel: the sparse form
+    rng = np.random.default_rng(300 + case)
+    for zp in (-128, 5):
+        g = chain_graph(rng, hw, cin, [(cout, strides, act)], True, dead, [zp],
+                        dead_in=dead_in, dead_bias=dbias)
+        p = conv_params(g.nodes[0], g)
+        for unroll in (None, False, True):
+            plan = pw.make_plan(p, unroll=unroll)
+            assert plan is not None and plan.mode
+            assert (plan.kout is not None) == (dead > 0)
+            assert (plan.kin is not None) == (dead_in > 0 or dead == cout)
+            assert plan.nout == cout - dead and not plan.compact
+            for _ in range(2):
+                x = rng.integers(-128, 128, size=(1, *hw, cin)).astype(np.int8)
+                np.testing.assert_array_equal(model_block(plan, x), compile_ref(g).run(x)[0])
+
+
+def test_sparse_form_only_where_it_pays() -> None:
+    """Few dead channels: the dense form (the copy and scatter would cost more than the
+    skipped blocks save); most dead: sparse, with a far smaller stream."""
+    rng = np.random.default_rng(9)
+    g = chain_graph(rng, (6, 6), 64, [(64, (1, 1), Activation.RELU)], dead=1, out_zps=[-128])
+    plan = pw.make_plan(conv_params(g.nodes[0], g))
+    assert plan is not None and plan.kout is None and plan.kin is None
+    g = chain_graph(rng, (6, 6), 128, [(128, (1, 1), Activation.RELU)], dead=100, dead_in=90,
+                    out_zps=[-128])
+    p = conv_params(g.nodes[0], g)
+    plan = pw.make_plan(p)
+    assert plan is not None and plan.nout == 28 and plan.kin is not None
+    assert len(plan.kin) <= 38
+    dense = pw.make_plan(p, force_mode=2)  # the same layer's words if it were dense
+    assert dense is not None
+    assert pw.pack_stream(plan).size * 5 < 128 * 128 // 4
+
+
+SPARSE_CHAINS = [
+    # hw, cin, layers, dead, dead_in, dead_layers, out_zps
+    ((3, 3), 128, [(128, (1, 1), Activation.RELU), (128, (1, 1), Activation.RELU),
+                   (64, (1, 1), Activation.NONE)], 100, 90, 2, [-128, -128, 3]),
+    ((4, 5), 40, [(36, (1, 1), Activation.RELU6), (21, (2, 1), Activation.RELU),
+                  (7, (1, 1), Activation.NONE)], 20, 17, 3, [-128, 4, -9]),
+    ((1, 1), 24, [(30, (1, 1), Activation.RELU), (5, (1, 1), Activation.NONE)],
+     30, 10, 1, [-128, 0]),  # the first layer all constants, then inputs no one weighs
+]
+
+
+@needs_arm
+@pytest.mark.parametrize("case", range(len(SPARSE_CHAINS)))
+@pytest.mark.parametrize("variant", ["default", "looped", "always", "fused"])
+def test_emulator_sparse_chains_match_reference(case: int, variant: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sparse form per layer and as the row members of a fused chain (few rows a call)."""
+    hw, cin, layers, dead, dead_in, dead_layers, zps = SPARSE_CHAINS[case]
+    if variant == "looped":
+        monkeypatch.setattr(pw, "UNROLL_BUDGET", 0)
+    monkeypatch.setattr(pw, "SPARSE_GAIN", 100.0 if variant == "always" else pw.SPARSE_GAIN)
+    rng = np.random.default_rng(400 + case)
+    g = chain_graph(rng, hw, cin, layers, True, dead, zps, dead_in=dead_in,
+                    dead_layers=dead_layers, dead_bias=3000)
+    plans = [pw.make_plan(conv_params(n, g)) for n in g.nodes]
+    assert any(pl is not None and pl.kout is not None for pl in plans)
+    x = rng.integers(-128, 128, size=(3, *hw, cin)).astype(np.int8)
+    want = compile_ref(g).run(x)[0]
+    if variant == "fused":
+        from edgenn.passes.fusion.chains import find_chains
+        from edgenn.passes.fusion.rewrite import apply_fusion
+
+        g = apply_fusion(g, find_chains(g), "ring_hoisted_pair")
+    got, kernels = _run_m4(g, x)
+    if variant == "fused":
+        assert kernels == ["edgenn_fused_chain_s8_dsp[ring_hoisted_pair]"]
+    else:
+        assert kernels == [pw.PointwiseConv.name] * len(layers)
+    np.testing.assert_array_equal(got, want)

@@ -82,6 +82,7 @@ from edgenn.backends.cortexm.kernels.fast_common import (
     fast_requant_mode,
     quant_records,
 )
+from edgenn.backends.cortexm.kernels.read_channels import read_channels
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
 
@@ -175,6 +176,9 @@ class Plan:
     # ``p`` is the layer with H and W swapped (:func:`transposed`): the plane holds the input
     # transposed, the steps run down the columns of the real layer (see :func:`plan_layer`)
     transposed: bool = False
+    # the channels computed (depth multiplier 1), None: all; the others no reader observes
+    # (:func:`read_channels.read_channels`) and are left unwritten
+    chans: tuple[int, ...] | None = None
 
     @property
     def px_in(self) -> int:
@@ -772,7 +776,9 @@ def _body(plan: Plan) -> str:
     )
     off = p.pad_t * pw + p.pad_l
     size = plan.ph * pw
-    if plan.planes == 2:
+    if plan.chans is not None:
+        loop, gathers = _chan_list_loop(plan, off, size)
+    elif plan.planes == 2:
         loop = (f"    for (int c = 0; c + 1 < {p.in_c}; c += 2) {{\n"
                 f"        @F@_gather2(in + c, plane + {off}, plane + {size + off});\n"
                 f"        @F@_chan(c, plane, out, wts, quant, ss);\n"
@@ -793,6 +799,36 @@ def _body(plan: Plan) -> str:
         f"int16_t *plane,\n    const {wtype} *wts, const int32_t *quant, const int8_t *ss)\n{{\n"
         + _borders(plan, zp16) + loop + "}\n"
     )
+
+
+def _chan_list_loop(plan: Plan, off: int, size: int) -> tuple[str, str]:
+    """The channel loop over ``plan.chans`` only: the pairs (c, c + 1), c even, both
+    computed, gathered at once as in the full loop; every other computed channel alone."""
+    p = plan.p
+    live = set(plan.chans or ())
+    two = [c for c in range(0, p.in_c - 1, 2) if c in live and c + 1 in live] \
+        if plan.planes == 2 else []
+    paired = {c for c0 in two for c in (c0, c0 + 1)}
+    one = sorted(live - paired)
+    g = (plan.pw, plan.px_in, plan.row_in)
+    loop, gathers = "", ""
+    if two:
+        loop += (f"    static const uint16_t two[{len(two)}] = {{{', '.join(map(str, two))}}};\n"
+                 f"    for (int i = 0; i < {len(two)}; i++) {{\n        const int c = two[i];\n"
+                 f"        @F@_gather2(in + c, plane + {off}, plane + {size + off});\n"
+                 f"        @F@_chan(c, plane, out, wts, quant, ss);\n"
+                 f"        @F@_chan(c + 1, plane + {size}, out, wts, quant, ss);\n    }}\n")
+        gathers += _gather2(p, *g)
+    if one:
+        loop += (f"    static const uint16_t one[{len(one)}] = {{{', '.join(map(str, one))}}};\n"
+                 f"    for (int i = 0; i < {len(one)}; i++) {{\n        const int c = one[i];\n"
+                 f"        @F@_gather1(in + c, plane + {off});\n"
+                 f"        @F@_chan(c, plane, out, wts, quant, ss);\n    }}\n")
+        gathers += _gather1(p, *g)
+    if not live:
+        loop += ("    (void)in; (void)out; (void)wts; (void)quant; (void)ss;\n"
+                 "    (void)@F@_chan;\n")
+    return loop, gathers
 
 
 def generate(plan: Plan) -> str:
@@ -863,6 +899,8 @@ class DepthwiseConv:
         """``rows``: called per output row (a fused chain's member): never transposed."""
         p = conv_params(node, graph)
         plan = replace(plan_layer(p, allow_transpose=not rows), hoisted=hoisted)
+        if not rows and plan.mult == 1:  # a row member's reader is its chain, not the graph
+            plan = replace(plan, chans=read_channels(node, graph))
         w = setup_table(plan) if hoisted else plan.p.w.reshape(p.w.shape[0], -1)
         return KernelCall(
             call=generated("dw", self.name, IN0, OUT0, Cast("int16_t *", SCRATCH)),
@@ -877,7 +915,9 @@ class DepthwiseConv:
             comment=f"{p.in_h}x{p.in_w}x{p.in_c} -> {p.out_h}x{p.out_w}x{p.out_c}, "
             f"{p.k_h}x{p.k_w} stride {p.stride_h},{p.stride_w}, depthwise int16 plane, "
             f"{plan.no} outputs a step{' down the columns' if plan.transposed else ''} "
-            f"(requant mode {plan.mode})",
+            f"(requant mode {plan.mode})"
+            + ("" if plan.chans is None else
+               f", {len(plan.chans)} of {p.out_c} channels read downstream"),
         )
 
 

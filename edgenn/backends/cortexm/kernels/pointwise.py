@@ -43,6 +43,19 @@ requantization record {mult, half[, shift]}:
 * otherwise (mode 0) the block hands the doubled accumulators to TFLite's exact double
   rounding in C.
 
+Dead channels (the sparse form, ``_sparse``; fast modes only). An output channel whose
+weights are all zero is a constant (its value, the reference arithmetic on the folded bias,
+is known at generation time), and an input channel that no other channel weighs is never
+needed: both are properties of the layer's constants. Trained networks have many of them
+(VWW's MobileNetV1: 71-234 of the 128-256 channels of each late pointwise layer, and
+correspondingly unread inputs). When the estimate (``_pair_cycles``) is below SPARSE_GAIN of
+the dense form's, the blocks run only the live channels (``kout``) over only the read inputs
+(``kin``, gathered pair by pair: two LDRSB + PKHBT + SADD16 into the same doubled pairs, so
+the block and its correction term are unchanged), and per pixel pair the constants are one
+copy of a two-pixel template (``tpl``) that the live stores then overwrite: unrolled blocks
+store at each channel's own offset, looped ones into a staging area scattered afterwards.
+Both the stream and the code shrink with the skipped channels.
+
 Code size is bounded: k-pairs beyond KP_UNROLL run as a loop over chunks, the widening loops
 over chunks of words for large Cin, the unrolled-groups form is used only under
 UNROLL_BUDGET instructions, and layers of identical shape share one function (see
@@ -140,14 +153,52 @@ class Plan:
     sign: bool  # the (h < 0) rounding correction is needed
     unroll: bool  # channel groups unrolled (immediate shifts)
     compact: bool = False  # shared compact functions (codesize.is_compact), fast modes only
+    # sparse form (fast modes, see "Dead channels" in the module docstring): the input
+    # channels the block reads (None: every one, widened by words) and the output channels
+    # it computes (None: every one); the others are constants, copied from ``tpl``
+    kin: tuple[int, ...] | None = None
+    kout: tuple[int, ...] | None = None
+    tpl: np.ndarray | None = None  # int8 [out_c]: every channel's constant output
+
+    @property
+    def pairs(self) -> list[tuple[int, int]]:
+        """The (k0, k1) input indices of the widened pixel's pairs, -1 for an absent one."""
+        if self.kin is None:
+            return pair_plan(self.p.in_c)
+        ks = list(self.kin)
+        return [(ks[j], ks[j + 1] if j + 1 < len(ks) else -1) for j in range(0, len(ks), 2)]
 
     @property
     def kp(self) -> int:
-        return len(pair_plan(self.p.in_c))
+        return len(self.pairs)
+
+    @property
+    def chans(self) -> tuple[int, ...]:
+        """The output channels the blocks compute, in block order."""
+        return tuple(range(self.p.out_c)) if self.kout is None else self.kout
+
+    @property
+    def nout(self) -> int:
+        return len(self.chans)
 
     @property
     def groups(self) -> int:
-        return -(-self.p.out_c // GROUP)
+        return -(-self.nout // GROUP)
+
+    @property
+    def staged(self) -> bool:
+        """Looped sparse groups store into a staging area, scattered to their channels
+        afterwards (an unrolled block stores at each channel's own offset)."""
+        return self.kout is not None and not self.unroll
+
+    @property
+    def bstride(self) -> int:
+        """Pixel b's store offset from pixel a's."""
+        return self.nout if self.staged else self.p.out_c
+
+    def off(self, j: int) -> int:
+        """Pixel a's store offset of computed channel ``j`` from the block's output base."""
+        return j if self.staged else self.chans[j]
 
 
 def _exact_out(p: ConvParams, acc: np.ndarray) -> np.ndarray:
@@ -195,13 +246,18 @@ def make_plan(p: ConvParams, force_mode: int | None = None,
         half = np.zeros(cout, np.int64)
     if not _bound_ok(p.w, bias):
         return None
-    kp = len(pair_plan(p.in_c))
-    groups = -(-cout // GROUP)
+    kin, kout, tpl = (_sparse(p, w, const, cval.astype(np.int8), unroll)
+                      if mode else (None, None, None))
+    if kout is not None:
+        compact = False  # a sparse layer's code is its own (and its stream far smaller)
+    kp = len(pair_plan(p.in_c)) if kin is None else -(-len(kin) // 2)
+    nout = cout if kout is None else len(kout)
+    groups = -(-nout // GROUP)
     if unroll is None:
         unroll = bool(mode) and groups * (50 + 14 * min(kp, KP_UNROLL)) <= UNROLL_BUDGET
     elif unroll and compact:
         compact = False  # an explicit unroll request wins
-    if cout < GROUP:
+    if nout < GROUP:
         unroll = True  # no full group to loop over
     if 2 * cout + GROUP > 4095:
         unroll = False  # unrolled stores address out + 4g + Cout + c with 12-bit immediates
@@ -213,7 +269,51 @@ def make_plan(p: ConvParams, force_mode: int | None = None,
         unroll = False
     return Plan(p, mode, const, bias, mult, shift, half,
                 sign=bool(mode) and p.act_min < p.out_zp, unroll=bool(unroll and mode),
-                compact=compact)
+                compact=compact, kin=kin, kout=kout, tpl=tpl)
+
+
+SPARSE_GAIN = 0.9  # the sparse form is used when its estimate is below this share of dense
+GATHER_MAX = 256  # input channels a gathered pixel may have (straight code per channel pair)
+
+
+def _pair_cycles(p: ConvParams, kp: int, groups: int, gather: bool, tpl: bool,
+                 scatter: int) -> float:
+    """Estimated cycles per pixel pair (for choosing a form only): the blocks (15 per
+    k-pair, ~60 of set-up and requantization), the widening of both pixels (words: ~10 per
+    4 inputs; gathered bytes: ~7 per pair), the constants' copy and the staged scatter."""
+    widen = 2 * 7 * kp if gather else 2 * 10 * -(-p.in_c // 4)
+    return (groups * (15 * kp + 60) + widen + (p.out_c + 20 if tpl else 0)
+            + 6 * scatter)
+
+
+def _sparse(p: ConvParams, w: np.ndarray, const: np.ndarray, cval: np.ndarray,
+            unroll: bool | None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None,
+                                          np.ndarray | None]:
+    """(kin, kout, tpl) of the sparse form, or Nones when the dense form is estimated as fast.
+
+    A channel whose weights are all zero is a constant; an input channel that no computed
+    channel weighs is never read. Both are properties of the layer's constants, known here:
+    the sparse form skips them (their MACs, their widening) and copies the constants."""
+    live = ~const
+    used = np.any(w[live] != 0, axis=0) if live.any() else np.zeros(p.in_c, bool)
+    kin = tuple(int(k) for k in np.flatnonzero(used))
+    kout = tuple(int(c) for c in np.flatnonzero(live))
+    gather = len(kin) < p.in_c and len(kin) <= GATHER_MAX
+    dead_out = len(kout) < p.out_c
+    if not gather and not dead_out:
+        return None, None, None
+    kp_d, g_d = len(pair_plan(p.in_c)), -(-p.out_c // GROUP)
+    kp_s = -(-len(kin) // 2) if gather else kp_d
+    g_s = -(-len(kout) // GROUP)
+    looped = (unroll is False or (unroll is None and g_s * (50 + 14 * min(kp_s, KP_UNROLL))
+                                  > UNROLL_BUDGET)) and len(kout) >= GROUP
+    dense = _pair_cycles(p, kp_d, g_d, False, False, 0)
+    sparse = _pair_cycles(p, kp_s, g_s, gather, dead_out,
+                          len(kout) if dead_out and looped else 0)
+    if sparse >= SPARSE_GAIN * dense:
+        return None, None, None
+    return (kin if gather else None, kout if dead_out else None,
+            cval if dead_out else None)
 
 
 def _u32(v: int) -> int:
@@ -224,39 +324,50 @@ def pack_stream(plan: Plan) -> np.ndarray:
     """uint32 words in the order the block reads them (see the module docstring)."""
     p = plan.p
     cout, cin = p.out_c, p.in_c
-    pairs = pair_plan(cin)
+    pairs = plan.pairs
+    chans, nout = plan.chans, plan.nout
+    full = GROUP * (nout // GROUP)
     w = p.w.reshape(cout, cin).astype(np.int64)
     out: list[int] = []
     for g in range(plan.groups):
-        chans = [4 * g + i for i in range(GROUP)]
+        js = [GROUP * g + i for i in range(GROUP)]  # block positions; chans[j] the channel
+        cs = [chans[j] if j < nout else -1 for j in js]
 
         def wcol(c: int, k: int) -> int:
-            return int(w[c, k]) if c < cout and k >= 0 else 0
+            return int(w[c, k]) if c >= 0 and k >= 0 else 0
 
-        b2 = [2 * int(plan.bias[c]) if c < cout else 0 for c in chans]
+        b2 = [2 * int(plan.bias[c]) if c >= 0 else 0 for c in cs]
         out += [_u32(b2[0] + 256 * b2[1]), _u32(b2[1]), _u32(b2[2] + 256 * b2[3]), _u32(b2[3])]
         for k0, k1 in pairs:
-            for a, b in ((chans[0], chans[1]), (chans[2], chans[3])):
+            for a, b in ((cs[0], cs[1]), (cs[2], cs[3])):
                 byts = [(wcol(a, k0) + 128) & 0xFF, wcol(b, k0) & 0xFF,
                         (wcol(a, k1) + 128) & 0xFF, wcol(b, k1) & 0xFF]
                 out.append(byts[0] | byts[1] << 8 | byts[2] << 16 | byts[3] << 24)
         if plan.compact and _straight(plan):  # 4 records {mult, half, shift} (padding 0, 0, 1)
-            for c in chans:
+            for c in cs:
                 out += ([_u32(plan.mult[c]), _u32(plan.half[c]), _u32(plan.shift[c])]
-                        if c < cout else [0, 0, 1])
+                        if c >= 0 else [0, 0, 1])
         elif plan.compact:  # 4 records {mult, h} per group, r = ctz(h) + 1 (padding: 0, 1)
-            for c in chans:
-                live = c < cout and not plan.const[c]
-                h = plan.half[c] if live else plan.half[c] + 1 if c < cout else 1
-                out += [_u32(plan.mult[c]) if c < cout else 0, _u32(h)]
+            for c in cs:
+                live = c >= 0 and not plan.const[c]
+                h = plan.half[c] if live else plan.half[c] + 1 if c >= 0 else 1
+                out += [_u32(plan.mult[c]) if c >= 0 else 0, _u32(h)]
         elif plan.mode:
-            for c in chans:
-                if c >= cout:
+            for j, c in zip(js, cs, strict=True):
+                if c < 0:
                     continue
                 out += [_u32(plan.mult[c]), _u32(plan.half[c])]
-                if not plan.unroll and c < GROUP * (cout // GROUP):
+                if not plan.unroll and j < full:
                     out.append(_u32(plan.shift[c]))  # looped full groups load the shift
     return np.asarray(out, np.uint32)
+
+
+def pack_template(plan: Plan) -> np.ndarray:
+    """uint32 words of two pixels' constant outputs (the sparse form's per-pair copy)."""
+    assert plan.tpl is not None
+    b = np.concatenate([plan.tpl, plan.tpl]).astype(np.int8).view(np.uint8)
+    b = np.concatenate([b, np.zeros(-len(b) % 4, np.uint8)])
+    return b.view("<u4").astype(np.uint32)
 
 
 # ---- generated C / assembly --------------------------------------------------------------
@@ -342,8 +453,9 @@ def _smmlar_pair(plan: Plan, xs: tuple[str, str], m: str, h: str, tmp: str) -> l
     return [f"smmlar {x}, {x}, {m}, {h}" for x in xs]
 
 
-def _requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
-    """Requantize + store channels 0..nch-1 of the block at out + base (+ Cout for pixel b).
+def _requant(plan: Plan, nch: int, offs: list[int], shifts: list[int] | None) -> list[str]:
+    """Requantize + store channels 0..nch-1 of the block at op + offs[c] (pixel b:
+    + ``plan.bstride``).
 
     ``shifts`` None: each record carries its shift (looped groups); else SSAT immediates.
     Records are loaded in back-to-back chains (1 cycle per load after the first) into
@@ -375,8 +487,8 @@ def _requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[
                 lines.append(f"ssat {x}, #8, {x}, asr #{shifts[c]}")
             if plan.mode == 1:
                 lines += _clamp_lo(x, p.act_min)
-        lines += [f"strb {xs[0]}, [{xp}, #{base + c}]",
-                  f"strb {xs[1]}, [{xp}, #{p.out_c + base + c}]"]
+        lines += [f"strb {xs[0]}, [{xp}, #{offs[c]}]",
+                  f"strb {xs[1]}, [{xp}, #{plan.bstride + offs[c]}]"]
         pool += rec + list(xs)
     return lines
 
@@ -398,33 +510,34 @@ def _asm(lines: list[str], extra_mem: str) -> str:
 
 def _fast_pair_asm(plan: Plan) -> str:
     """One asm statement: all channel groups of one pixel pair (fast modes)."""
-    p = plan.p
-    cout = p.out_c
-    full = cout // GROUP
-    tail = cout - GROUP * full
+    nout, chans = plan.nout, plan.chans
+    full = nout // GROUP
+    tail = nout - GROUP * full
     kp = plan.kp
     lines: list[str] = []
     if plan.unroll:
         for g in range(plan.groups):
-            nch = min(GROUP, cout - GROUP * g)
-            shifts = [int(plan.shift[GROUP * g + c]) for c in range(nch)]
-            lines += _init(reload_xp=g > 0) + _mac(kp) + _requant(plan, nch, GROUP * g, shifts)
+            nch = min(GROUP, nout - GROUP * g)
+            shifts = [int(plan.shift[chans[GROUP * g + c]]) for c in range(nch)]
+            offs = [plan.off(GROUP * g + c) for c in range(nch)]
+            lines += _init(reload_xp=g > 0) + _mac(kp) + _requant(plan, nch, offs, shifts)
     else:
         xp = _op("xp")
         block = _init(reload_xp=True) + _mac(kp)
         step = 2 if kp <= TWO_GROUP_KP else 1  # groups per loop iteration
         if full % step:  # odd count: one group ahead of the two-group loop
-            lines += block + _requant(plan, GROUP, 0, None)
+            lines += block + _requant(plan, GROUP, list(range(GROUP)), None)
             lines += [f"adds {xp}, {xp}, #4", f"str {xp}, %[opm]"]
         if full >= step:
             lines += ["1:"]
             for i in range(step):
-                lines += block + _requant(plan, GROUP, GROUP * i, None)
+                lines += block + _requant(plan, GROUP, [GROUP * i + c for c in range(GROUP)],
+                                          None)
             lines += [f"adds {xp}, {xp}, #{GROUP * step}", f"str {xp}, %[opm]",
                       f"ldr {_op('u')}, %[endm]", f"cmp {xp}, {_op('u')}", "bne 1b"]
         if tail:
-            shifts = [int(plan.shift[GROUP * full + c]) for c in range(tail)]
-            lines += block + _requant(plan, tail, 0, shifts)
+            shifts = [int(plan.shift[chans[GROUP * full + c]]) for c in range(tail)]
+            lines += block + _requant(plan, tail, list(range(tail)), shifts)
     return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
 
 
@@ -461,8 +574,8 @@ def _one_block(kp: int, reload_xp: bool) -> list[str]:
             + [f"add {xp}, {xp}, #{8 * ONE_UNROLL}", f"subs {n}, {n}, #1", "bne 2b"])
 
 
-def _one_requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> list[str]:
-    """Requantize + store channels 0..nch-1 of a 1 x 4 block at out + base. Records load in
+def _one_requant(plan: Plan, nch: int, offs: list[int], shifts: list[int] | None) -> list[str]:
+    """Requantize + store channels 0..nch-1 of a 1 x 4 block at op + offs[c]. Records load in
     back-to-back chains into the temporaries and pixel b's (unused) accumulators, then into
     each finished channel's registers."""
     xp, wp = _op("xp"), _op("wp")
@@ -492,31 +605,33 @@ def _one_requant(plan: Plan, nch: int, base: int, shifts: list[int] | None) -> l
             lines.append(f"ssat {x}, #8, {x}, asr #{shifts[c]}")
         if plan.mode == 1:
             lines += _clamp_lo(x, plan.p.act_min)
-        lines.append(f"strb {x}, [{xp}, #{base + c}]")
+        lines.append(f"strb {x}, [{xp}, #{offs[c]}]")
         pool += rec
     return lines
 
 
 def _fast_one_asm(plan: Plan) -> str:
     """One asm statement: all channel groups of ONE pixel (fast modes, odd pixel counts)."""
-    cout = plan.p.out_c
-    full = cout // GROUP
-    tail = cout - GROUP * full
+    nout, chans = plan.nout, plan.chans
+    full = nout // GROUP
+    tail = nout - GROUP * full
     kp = plan.kp
     lines: list[str] = []
     if plan.unroll:
         for g in range(plan.groups):
-            nch = min(GROUP, cout - GROUP * g)
-            shifts = [int(plan.shift[GROUP * g + c]) for c in range(nch)]
-            lines += _one_block(kp, g > 0) + _one_requant(plan, nch, GROUP * g, shifts)
+            nch = min(GROUP, nout - GROUP * g)
+            shifts = [int(plan.shift[chans[GROUP * g + c]]) for c in range(nch)]
+            offs = [plan.off(GROUP * g + c) for c in range(nch)]
+            lines += _one_block(kp, g > 0) + _one_requant(plan, nch, offs, shifts)
     else:
         xp = _op("xp")
-        lines += ["1:"] + _one_block(kp, True) + _one_requant(plan, GROUP, 0, None)
+        lines += ["1:"] + _one_block(kp, True) + _one_requant(plan, GROUP, list(range(GROUP)),
+                                                               None)
         lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]",
                   f"ldr {_op('u')}, %[endm]", f"cmp {xp}, {_op('u')}", "bne 1b"]
         if tail:
-            shifts = [int(plan.shift[GROUP * full + c]) for c in range(tail)]
-            lines += _one_block(kp, True) + _one_requant(plan, tail, 0, shifts)
+            shifts = [int(plan.shift[chans[GROUP * full + c]]) for c in range(tail)]
+            lines += _one_block(kp, True) + _one_requant(plan, tail, list(range(tail)), shifts)
     return _asm(lines, ', [opm] "+m"(op)' + ("" if plan.unroll else ', [endm] "+m"(opend)'))
 
 
@@ -536,6 +651,8 @@ def _widen_lines(plan: Plan, s: str, slot: int) -> list[str]:
     Straight code for up to WIDEN_UNROLL input words, else a loop over chunks of WIDEN_CHUNK
     words (5 cycles per 8 words, and the code stays small for large Cin).
     """
+    if plan.kin is not None:
+        return _gather_lines(plan, s, slot)
     cin = plan.p.in_c
     nq, rem = divmod(cin, 4)
     c, k, d, v0, v1, t, dd, e = (_op(n) for n in ("c", "k", "d", "v0", "v1", "t", "dd", "e"))
@@ -587,6 +704,31 @@ def _widen_lines(plan: Plan, s: str, slot: int) -> list[str]:
     return lines
 
 
+def _gather_lines(plan: Plan, s: str, slot: int) -> list[str]:
+    """The sparse form's widening: only the input channels ``plan.kin``, pair by pair (two
+    LDRSB, PKHBT, SADD16: about 7 cycles a pair), straight code (at most GATHER_MAX
+    channels). Pairs two at a time so that four loads run back to back."""
+    c, k, d, v0, v1, t, e = (_op(n) for n in ("c", "k", "d", "v0", "v1", "t", "e"))
+    pairs = plan.pairs
+    lines = [f"mov {c}, #0"]
+    regs = ((t, v0), (v1, e))
+    for j0 in range(0, len(pairs), 2):
+        chunk = list(zip(pairs[j0:j0 + 2], regs[:len(pairs[j0:j0 + 2])], strict=True))
+        for (k0, k1), (ra, rb) in chunk:
+            lines.append(f"ldrsb {ra}, [{s}, #{k0}]")
+            if k1 >= 0:
+                lines.append(f"ldrsb {rb}, [{s}, #{k1}]")
+        for jj, ((_k0, k1), (ra, rb)) in enumerate(chunk):
+            if k1 >= 0:  # (x0, x1) doubled
+                lines += [f"pkhbt {ra}, {ra}, {rb}, lsl #16", f"sadd16 {ra}, {ra}, {ra}"]
+            else:  # (x0, 0) doubled
+                lines += [f"add {ra}, {ra}, {ra}", f"uxth {ra}, {ra}"]
+            lines += [f"str {ra}, [{d}, #{8 + 8 * (j0 + jj) + 4 * slot}]",
+                      f"smlad {c}, {ra}, {k}, {c}"]
+    lines.append(f"str {c}, [{d}, #{4 * slot}]")
+    return lines
+
+
 def _widen_fn(plan: Plan) -> str:
     """@P@_widen(sa, sb, d): both pixels of a pair into the scratch.
 
@@ -622,19 +764,30 @@ def generate_code(plan: Plan) -> str:
     else:
         src = (f"in + (((p) / {p.out_w}) * {p.stride_h * p.in_w} + ((p) % {p.out_w}) * "
                f"{p.stride_w}) * {cin}")
+    extra = "" if plan.mode else ", const int32_t *mult, const int32_t *shift"
+    if plan.kout is not None:
+        extra += ", const uint32_t *tpl"
+    if plan.nout == 0:  # every channel a constant: the outputs are copies of the template
+        return ("static void __attribute__((noinline)) @P@_run(const int8_t *in, int8_t *out, "
+                f"uint32_t *scr, const uint32_t *w{extra})\n{{\n"
+                "    (void)in; (void)scr; (void)w;\n"
+                f"    for (int pa = 0; pa < {npix}; pa += 2)\n"
+                f"        memcpy(out + pa * {cout}, tpl, pa + 1 < {npix} ? {2 * cout} : {cout});\n"
+                "}\n")
     lines = [_widen_fn(plan)]
     lines.append(f"#define @P@_SRC(p) ({src})")
-    extra = "" if plan.mode else ", const int32_t *mult, const int32_t *shift"
     lines.append("static void __attribute__((noinline)) @P@_run(const int8_t *in, int8_t *out, "
                  f"uint32_t *scr, const uint32_t *w{extra})\n{{")
     lines.append("    int32_t A0a, B1a, A2a, B3a, A0b, B1b, A2b, B3b;")
     lines.append("    uint32_t xa, xb, u, v;")
     one = bool(plan.mode) and npix % 2 == 1  # an odd last pixel runs alone (1 x 4 blocks)
+    stage_at = f"(int8_t *)(scr + {pair_words})"  # the sparse form's staged outputs
+    first = stage_at if plan.staged else f"out + pa * {cout}"
     if one:
         lines.append(f"    for (int pa = 0; pa < {npix}; pa += 2) {{")
         lines.append(f"        const int alone = pa == {npix - 1};")
         lines.append("        @P@_widen(@P@_SRC(pa), @P@_SRC(alone ? pa : pa + 1), scr);")
-        lines.append(f"        int8_t *op = out + pa * {cout};")
+        lines.append(f"        int8_t *op = {first};")
     elif npix == 1:  # no second pixel: both slots hold pixel 0, outputs staged in scratch
         stage = f"(int8_t *)(scr + {pair_words})"
         lines.append("    for (int pa = 0; pa < 1; pa++) {")
@@ -645,14 +798,17 @@ def generate_code(plan: Plan) -> str:
         # odd count: the last pair overlaps the previous one (same values written twice)
         lines.append(f"        const int pa = pp + 1 < {npix} ? pp : {npix - 2};")
         lines.append("        @P@_widen(@P@_SRC(pa), @P@_SRC(pa + 1), scr);")
-        lines.append(f"        int8_t *op = out + pa * {cout};")
+        lines.append(f"        int8_t *op = {first};")
+        lines.append("        const int alone = 0;")
+    if plan.kout is not None:  # constants first: an unrolled block's stores overwrite them
+        lines.append(f"        memcpy(out + pa * {cout}, tpl, alone ? {cout} : {2 * cout});")
     lines.append("        const uint32_t *xp = scr;")
     lines.append("        const uint32_t *wp = w;")
     lines.append(f"        const uint32_t *xend = scr + {2 * plan.kp}; /* the chunk loop's end */")
     if plan.mode:
         if not plan.unroll:
-            lines.append(f"        int8_t *opend = op + {GROUP * (cout // GROUP)};")
-            if cout < GROUP:  # no full group: skip the loop (the tail block follows)
+            lines.append(f"        int8_t *opend = op + {GROUP * (plan.nout // GROUP)};")
+            if plan.nout < GROUP:  # no full group: skip the loop (the tail block follows)
                 raise EdgennError("internal: looped plan without full groups")
         if one:
             lines.append("        if (alone) {")
@@ -681,6 +837,16 @@ def generate_code(plan: Plan) -> str:
     lines.append("        (void)A0b; (void)B1b; (void)A2b; (void)B3b;")
     if npix == 1 and not one:
         lines.append(f"        memcpy(out, {stage}, {cout});")
+    if plan.staged:  # each computed channel to its place
+        lines.append(f"        const int8_t *st = {stage_at};")
+        lines.append(f"        int8_t *oa = out + pa * {cout};")
+        lines += [f"        oa[{c}] = st[{j}];" for j, c in enumerate(plan.chans)]
+        lines.append("        if (!alone) {")
+        lines += [f"            oa[{cout + c}] = st[{plan.nout + j}];"
+                  for j, c in enumerate(plan.chans)]
+        lines.append("        }")
+    if not one and npix != 1:
+        lines.append("        (void)alone;")
     lines.append("    }")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -757,7 +923,7 @@ def _compact_groups_fn(plan: Plan) -> str:
     xp, u, vv = _op("xp"), _op("u"), _op("v")
     if _straight(plan):
         lines = ["1:"] + _init(reload_xp=True) + _kpairs(plan.kp)
-        lines += _requant(plan, GROUP, 0, None)
+        lines += _requant(plan, GROUP, list(range(GROUP)), None)
         lines += [f"adds {xp}, {xp}, #{GROUP}", f"str {xp}, %[opm]", f"ldr {u}, %[endm]",
                   f"cmp {xp}, {u}", "bne 1b"]
     else:  # chunk loop entered at ent = C_PAIR_BYTES * j0 into its first pass
@@ -1027,7 +1193,7 @@ def scratch_bytes(plan: Plan) -> int:
         return 4 * words + -(-(2 * p.out_c + GROUP) // 4) * 4
     if plan.compact:  # tail-group staging, then pixel b's discarded outputs when npix == 1
         return 4 * words + 8 + -(-(p.out_c if p.out_h * p.out_w == 1 else 0) // 4) * 4
-    stage = 2 * p.out_c if p.out_h * p.out_w == 1 else 0
+    stage = 2 * p.out_c if p.out_h * p.out_w == 1 else 2 * plan.nout if plan.staged else 0
     return 4 * words + -(-stage // 4) * 4
 
 
@@ -1074,12 +1240,18 @@ def prepare_plan(plan: Plan, name: str = "edgenn_conv_s8_1x1_dsp") -> KernelCall
     arrays = [CArray("w", "uint32_t", pack_stream(plan))]
     if not plan.mode:
         arrays += [CArray("mult", "int32_t", plan.mult), CArray("shift", "int32_t", plan.shift)]
+    if plan.kout is not None:
+        arrays.append(CArray("tpl", "uint32_t", pack_template(plan)))
     how = ("exact requant" if not plan.mode else "fast requant, compact shared code"
            if plan.compact else
            "fast requant, groups unrolled" if plan.unroll else "fast requant, group loop")
+    if plan.kin is not None or plan.kout is not None:
+        how += (f", sparse: {plan.nout} of {p.out_c} channels computed"
+                f"{'' if plan.kin is None else f' from {len(plan.kin)} of {p.in_c} inputs'}")
     return KernelCall(
         call=compact_call(plan, name) if plan.compact else
-        generated("run", name, *_STREAM, *(() if plan.mode else (Array("mult"), Array("shift")))),
+        generated("run", name, *_STREAM, *(() if plan.mode else (Array("mult"), Array("shift"))),
+                  *(() if plan.kout is None else (Array("tpl"),))),
         sources=("edgenn_conv_s8_1x1_dsp.h",),
         arrays=tuple(arrays),
         scratch_bytes=scratch_bytes(plan),
