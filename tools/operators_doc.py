@@ -162,8 +162,10 @@ def _twins_section() -> list[str]:
     return ["", "## int16 against int8, same shapes", "",
             "`benchmarks/s16_vs_s8.py` builds every layer shape of its list twice with the "
             "same seeded int8 weights and biases: once int8 (int8 activations, int32 bias) and "
-            "once 16x8 (int16 activations, int8 weights, int64 bias), all layers of one dtype "
-            "in one firmware, and takes each layer's cycles from the per-layer bench. The "
+            "once 16x8 (int16 activations, int8 weights, int64 bias), each twin in a firmware "
+            "of its own (code and data placement move a layer's cycles: a layer measured "
+            "beside others would not be measured like its twin), and takes the layer's "
+            "cycles from the per-layer bench. The "
             "converter-made fixtures cannot show this: their int8 and int16 models do not have "
             "layers of the same shapes. *int16 / int8* is the int16 layer's cycles divided by "
             "its int8 twin's: below 1.00 the int16 layer is faster, above 1.00 slower. Both "
