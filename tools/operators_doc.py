@@ -23,6 +23,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # doc_sections: the s16-vs-s8 table
+sys.path.insert(0, str(ROOT / "benchmarks"))  # which some doc_sections modules import
+
+from doc_sections.twins import s16_vs_s8  # noqa: E402
 
 import edgenn.ir.opdefs  # noqa: E402, F401  (defines every operator)
 from edgenn.backends.cortexm.kernel import kernel_types  # noqa: E402
@@ -35,6 +39,7 @@ from tests.conformance.cases import all_cases  # noqa: E402
 
 DOC = ROOT / "docs" / "operators.md"
 MODELS_JSON = ROOT / "benchmarks" / "results" / "operator_models.json"
+TWINS_JSON = ROOT / "benchmarks" / "results" / "s16_vs_s8.json"
 SHORT = {DType.FLOAT32: "f32", DType.INT8: "i8", DType.INT16: "i16", DType.INT32: "i32",
          DType.UINT8: "u8", DType.INT64: "i64", DType.BOOL: "bool"}
 ORDER = [DType.FLOAT32, DType.INT8, DType.INT16, DType.INT32, DType.INT64, DType.UINT8,
@@ -113,7 +118,7 @@ def render() -> str:
             f"| `{s.name}` | {', '.join(s.tflite) or '-'} | {', '.join(s.onnx) or '-'} "
             f"| {_types(ref[s.name])} | {_types(cm)} | {host} | {', '.join(fast) or '-'} "
             f"| {conf} |")
-    summaries = _models_section() + ["", "## Summaries", ""] + [
+    summaries = _models_section() + _twins_section() + ["", "## Summaries", ""] + [
         f"- `{s.name}`: {s.summary}" for s in schemas]
     total = sum(sum(v.values()) for v in cases.values())
     tail = ["", f"{len(schemas)} operators, {total} conformance cases.", ""]
@@ -146,6 +151,28 @@ def _models_section() -> list[str]:
             f"| {m['ref_mismatches']} / {m.get('m4_mismatches', '-')} of "
             f"{m['output_values']:,} |")
     return lines + _peer_section(doc)
+
+
+def _twins_section() -> list[str]:
+    """int16 layers beside int8 layers of the same shapes (``benchmarks/s16_vs_s8.py``); the
+    table between the markers is tools/results_doc.py's section, rendered here alike."""
+    if not TWINS_JSON.exists():
+        return []
+    body = s16_vs_s8(json.loads(TWINS_JSON.read_text()))
+    return ["", "## int16 against int8, same shapes", "",
+            "`benchmarks/s16_vs_s8.py` builds every layer shape of its list twice with the "
+            "same seeded int8 weights and biases: once int8 (int8 activations, int32 bias) and "
+            "once 16x8 (int16 activations, int8 weights, int64 bias), each twin in a firmware "
+            "of its own (code and data placement move a layer's cycles: a layer measured "
+            "beside others would not be measured like its twin), and takes the layer's "
+            "cycles from the per-layer bench. The "
+            "converter-made fixtures cannot show this: their int8 and int16 models do not have "
+            "layers of the same shapes. *int16 / int8* is the int16 layer's cycles divided by "
+            "its int8 twin's: below 1.00 the int16 layer is faster, above 1.00 slower. Both "
+            "twins do the same multiply-accumulates, so it is also the int8 layer's MAC/cycle "
+            "divided by the int16 layer's. The sentence under the table names every int16 "
+            "layer slower than its twin, with both kernels.", "",
+            "<!-- results:s16-vs-s8 -->", body, "<!-- /results:s16-vs-s8 -->"]
 
 
 def _peer_section(doc: dict[str, Any]) -> list[str]:

@@ -15,12 +15,13 @@ from doc_sections import (
     svm_device,
     testsuite,
     tuning,
+    twins,
     vta,
     zoo,
 )
 from doc_sections.common import Section
 
-MODULES = (fusion, cortexm, host, robustness, svm_device, testsuite, tuning, vta, zoo)
+MODULES = (fusion, cortexm, host, robustness, svm_device, testsuite, tuning, twins, vta, zoo)
 SECTIONS: dict[str, Section] = {s.name: s for mod in MODULES for s in mod.SECTIONS}
 
 __all__ = ["SECTIONS", "Section"]
