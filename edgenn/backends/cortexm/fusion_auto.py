@@ -42,7 +42,14 @@ from edgenn.backends.cortexm.fit import FitError
 from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.ir import Graph
-from edgenn.passes.fusion import Chain, FusionDecision, apply_fusion, find_chains, plan_fusion
+from edgenn.passes.fusion import (
+    Chain,
+    FusionDecision,
+    apply_fusion,
+    find_chains,
+    fused_names,
+    plan_fusion,
+)
 from edgenn.passes.fusion.planner import segmentations
 from edgenn.passes.fusion.rewrite import fused_node
 
@@ -334,8 +341,7 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     layers: dict[object, tuple[int, bool, bool]] = {}  # each node's kernel scratch, prepared once
 
     def arena(g: Graph) -> int:
-        key = _key(tuple(m.name for m in n.attr("members"))
-                   for n in g.nodes if n.op == "FusedConvChain")
+        key = _key(fused_names(n) for n in g.nodes if n.op == "FusedConvChain")
         return exact[key] if key in exact else firmware_arena_bytes(g, core, layers)
 
     # why no splits without a limit: whole chains and none are the two measured plans, and a

@@ -127,6 +127,13 @@ def chain_of_node(graph: Graph, node: Node) -> Chain:
                       node.attr("members"), node.attr("residual", None))
 
 
+def fused_names(node: Node) -> tuple[str, ...]:
+    """The names of the nodes a FusedConvChain node replaces (``Chain.names``)."""
+    residual = node.attr("residual", None)
+    tail = () if residual is None else (residual.name,)
+    return (*(m.name for m in node.attr("members")), *tail)
+
+
 def residual_add(graph: Graph, members: Sequence[Node]) -> Node | None:
     """The Add that takes ``members``' output and the chain's input (an identity shortcut), or
     None. Both operands and the output int8 with the same shape (no broadcast: each output

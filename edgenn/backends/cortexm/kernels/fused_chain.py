@@ -221,10 +221,12 @@ class FusedChainKernel:
             if rows is not None:
                 return rows_call(rows, variant, names)
         plan = plan_chain(node, graph)
-        call: Calls = c_call("edgenn_fused_chain_s8_dsp", IN0, OUT0, SCRATCH, Array("meta"),
-                             Array("w"), Array("quant"))
-        arrays = (CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
-                  CArray("quant", "int32_t", plan.quant))
+        ring = c_call("edgenn_fused_chain_s8_dsp", IN0, OUT0, SCRATCH, Array("meta"), Array("w"),
+                      Array("quant"))
+        call: Calls = ring
+        arrays: tuple[CArray, ...] = (
+            CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
+            CArray("quant", "int32_t", plan.quant))
         sources: tuple[str, ...] = ("edgenn_fused_chain_s8_dsp.c",)
         code = ""
         if node.attr("residual", None) is not None:
@@ -232,7 +234,7 @@ class FusedChainKernel:
             # Add runs over it in place (the output is never written over the input here)
             h = graph.tensor(node.outputs[0]).shape[1]
             res = residual_code(node, graph, core, h, "res")
-            call = (call, generated("res", res.kernel_name, IN0, OUT0, OUT0))
+            call = (ring, generated("res", res.kernel_name, IN0, OUT0, OUT0))
             arrays += res.arrays
             sources += tuple(s for s in res.sources if s not in sources)
             code = res.code

@@ -109,8 +109,8 @@ class RowsPlan:
     calls: tuple[KernelCall, ...]
     scratch_bytes: int
     stage_off: int = -1  # the last member's staging rows in the scratch (-1: none)
-    # the residual Add (chains.residual_add) over one call's rows and over the last call's
-    # rows when they are fewer; the last member then always writes into the staging rows
+    # the residual Add (chains.residual_add) over one row, run on each row of a call; the
+    # last member then always writes into the staging rows
     residual: tuple[ResidualCode, ...] = ()
 
 
@@ -286,11 +286,11 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
     residual: tuple[ResidualCode, ...] = ()
     if node.attr("residual", None) is not None:
         # why staging: the output may be written over the chain input (in place), so the
-        # last member's rows cannot go to the output before the Add has read the input's
-        tail = last.out_h % last.g
+        # last member's rows cannot go to the output before the Add has read the input's.
+        # why one row a call of the Add: its tables (2 KiB a layer) exist once for any
+        # number of rows (a second function for the last call's rows doubled them)
         try:
-            residual = tuple(residual_code(node, graph, core, n, fn)
-                             for n, fn in ((last.g, "res"), (tail, "rest")) if n)
+            residual = (residual_code(node, graph, core, 1, "res"),)
         except (EdgennError, ValueError, KeyError):
             return None
     stage = _align16(last.g * last.out_row) if last.out_h % last.g or residual else 0
@@ -516,14 +516,19 @@ def _driver_rows(plan: RowsPlan, n: int) -> list[str]:
     full = last.out_h - tail
     if plan.residual:
         stage = f"s.scr + {plan.stage_off}"
+        row = last.out_row
+
+        def add(oy: str, rows: int) -> list[str]:
+            return [f"        for (int r = 0; r < {rows}; r++) {{",
+                    f"            const int o = ({oy} + r) * {row};",
+                    f"            @P@_res(in + o, {stage} + r * {row}, out + o);",
+                    "        }"]
         lines = [f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{",
                  f"        @P@_row{n - 1}(&s, oy, {stage});",
-                 f"        @P@_res(in + oy * {last.out_row}, {stage}, out + oy * {last.out_row});",
-                 "    }"]
+                 *add("oy", last.g), "    }"]
         if tail:
-            lines += [f"    @P@_row{n - 1}(&s, {full}, {stage});",
-                      f"    @P@_rest(in + {full * last.out_row}, {stage}, "
-                      f"out + {full * last.out_row});"]
+            lines += ["    {", f"        @P@_row{n - 1}(&s, {full}, {stage});",
+                      *add(str(full), tail), "    }"]
         return lines
     if plan.stage_off < 0:
         return [f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
@@ -601,7 +606,6 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         if c.code:
             code.append(c.code.replace("@P@", f"@P@_m{k}"))
         code.append(_member_code(k, r, c))
-    last = plan.members[-1]
     for res in plan.residual:
         arrays += res.arrays
         sources += [s for s in res.sources if s not in sources]
