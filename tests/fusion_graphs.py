@@ -87,7 +87,20 @@ def inverted_residual_graph(h: int, w: int, cin: int, blocks: list[tuple[int, in
         pads = (pad, pad, k - 1 - pad, k - 1 - pad) if stride == 1 else (0, 0, 1, 1)
         groups = c_in if dw else 1
         wdata = rng.integers(-127, 128, (c_out, k, k, c_in // groups)).astype(np.int8)
-        w_scale = rng.uniform(0.002, 0.02, c_out).astype(np.float32)
+        depth = k * k * (c_in // groups)
+        # why these scales: an accumulator of sqrt(depth) * ~50 input steps * ~73 weight
+        # steps; a ReLU6 output is TFLite's (6/255, -128), its weights scaled so the real
+        # sums spread over ~2 (else the clamp at 6 leaves a few levels); other outputs ~40
+        # steps of spread
+        spread = float(np.sqrt(depth) * 50 * 73 * qx.s)
+        if act is Activation.RELU6:
+            w_scale = (2.0 / spread * rng.uniform(0.5, 1.5, c_out)).astype(np.float32)
+            qy = QuantParams.per_tensor(6.0 / 255, -128)
+        else:
+            w_scale = rng.uniform(0.002, 0.02, c_out).astype(np.float32)
+            qy = QuantParams.per_tensor(float(spread * w_scale.mean() / 40
+                                              * rng.uniform(0.7, 1.4)),
+                                        int(rng.integers(-30, 30)))
         tensors[f"w{i}"] = Tensor(f"w{i}", wdata.shape, DType.INT8,
                                   QuantParams(w_scale, np.zeros(c_out, np.int64), 0), wdata)
         bias = rng.integers(-2000, 2000, c_out).astype(np.int32)
@@ -95,10 +108,6 @@ def inverted_residual_graph(h: int, w: int, cin: int, blocks: list[tuple[int, in
                                   QuantParams(w_scale * qx.s, np.zeros(c_out, np.int64), 0), bias)
         oh = conv_out_dim(hh, k, stride, 1, pads[0], pads[2])
         ow = conv_out_dim(ww, k, stride, 1, pads[1], pads[3])
-        depth = k * k * (c_in // groups)
-        scale = float(qx.s * w_scale.mean() * 127 * np.sqrt(depth) * rng.uniform(0.5, 2.0))
-        qy = QuantParams.per_tensor(scale, -128 if act is Activation.RELU6 else
-                                    int(rng.integers(-30, 30)))
         tensors[f"y{i}"] = Tensor(f"y{i}", (1, oh, ow, c_out), DType.INT8, qy)
         nodes.append(Node(f"conv{i}", "Conv2D", (src, f"w{i}", f"b{i}"), (f"y{i}",), {
             "strides": (stride, stride), "dilations": (1, 1), "pads": pads, "groups": groups,

@@ -65,6 +65,11 @@ class Chain:
         return (*(m.name for m in self.members), *tail)
 
     @property
+    def nodes(self) -> tuple[Node, ...]:
+        """The nodes the chain replaces: the members, then the residual Add."""
+        return self.members if self.residual is None else (*self.members, self.residual)
+
+    @property
     def conv_output(self) -> Tensor:
         """The last member's output (the Add's operand when there is a residual)."""
         return self.output if self.residual is None else self.intermediates[-1]

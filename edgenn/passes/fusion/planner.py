@@ -94,7 +94,7 @@ class _Evaluator:
             fused = apply_fusion(self.graph, chains, self.variant)
             cycles = self.base + sum(
                 self.cost.chain(self.graph, c, self.variant)
-                - sum(self.cost.node(self.graph, m) for m in c.members) for c in chains)
+                - sum(self.cost.node(self.graph, m) for m in c.nodes) for c in chains)
             self.cache[key] = (self.arena_fn(fused), cycles, fused)
         return self.cache[key]
 
