@@ -230,13 +230,16 @@ def test_auto_keeps_slower_residual_chains_unless_ram_asks() -> None:
     exe = compile_model(g, target=CORE, fuse="auto")
     assert not any(n.op == "FusedConvChain" for n in exe.graph.nodes)
     lbl_arena = int(exe.manifest["arena_bytes"])
-    budget = lbl_arena - 16
+    # the smallest arena (every block fused); the fastest plan within it may fuse fewer
+    budget = firmware_arena_bytes(apply_fusion(g, find_chains(g)), get_core(CORE))
+    assert budget < lbl_arena
     exe = compile_model(g, target=CORE, fuse="auto", ram_budget=budget)
     assert int(exe.manifest["arena_bytes"]) <= budget
-    assert [n.op for n in exe.graph.nodes] == ["FusedConvChain"] * 2
+    assert "FusedConvChain" in [n.op for n in exe.graph.nodes]
     report = exe.fusion_report
     assert report.decision.arena_bytes == int(exe.manifest["arena_bytes"])
-    # fused is slower here: chosen only for the RAM
-    assert all(c.fused and c.fused_cycles > c.unfused_cycles for c in report.chains)
+    # fused is slower here: chosen only for the RAM, and only where it is needed
+    assert all(c.fused_cycles > c.unfused_cycles for c in report.chains)
+    assert 0 < sum(c.fused for c in report.chains) <= len(report.chains)
     x = random_input(g, 2, seed=6)
     np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])
