@@ -243,3 +243,25 @@ def test_auto_keeps_slower_residual_chains_unless_ram_asks() -> None:
     assert 0 < sum(c.fused for c in report.chains) <= len(report.chains)
     x = random_input(g, 2, seed=6)
     np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])
+
+
+def test_planner_fits_a_budget_only_every_block_fused_meets() -> None:
+    """Seven like blocks: 4^7 candidates, so the planner's coordinate descent; it starts from
+    every chain whole (Adds included), the only plan whose peak fits (each block's peak is
+    the same, so no single block's change can fit it from another start)."""
+    from edgenn.passes.fusion import CostModel, plan_fusion, segmentations
+
+    g = inverted_residual_graph(5, 3, 4, [(8, 4, 1)] * 7, seed=8)
+    chains = find_chains(g)
+    assert len(chains) == 7 and all(c.residual is not None for c in chains)
+    # fused slower than layer by layer, every part too (as measured on the row path)
+    layer = {n.name: CostModel().node(g, n) for n in g.nodes}
+    cost: dict[object, float] = dict(layer)
+    for chain in chains:
+        for split in segmentations(chain):
+            for part in split:
+                cost[part.names] = 1.2 * sum(layer[name] for name in part.names)
+    budget = plan_graph(apply_fusion(g, chains)).peak_bytes
+    decision = plan_fusion(g, "auto", ram_budget=budget, cost=cost)
+    assert decision.arena_bytes <= budget < plan_graph(g).peak_bytes
+    assert decision.candidates > 0 and decision.chains

@@ -160,7 +160,13 @@ def _descend(options: list[list[Segmentation]],
              score: Callable[[tuple[Chain, ...]], tuple[bool, float, float]],
              ) -> tuple[tuple[Chain, ...], int]:
     """Coordinate descent: from 'all fused', improve one chain's choice at a time."""
-    pick = [opts[1] if len(opts) > 1 else opts[0] for opts in options]
+    # why the widest option, not a fixed index: segmentations() lists the whole chain first
+    # and the unfused option first only for long chains; the whole chain (its residual Add
+    # included) covers the most nodes in the fewest segments. From a start that does not fit
+    # a budget, one chain's change at a time cannot fit it when the peak recurs in many
+    # blocks (MobileNetV2's 14 like blocks): each changed alone leaves the others' peak
+    pick = [max(opts, key=lambda o: (sum(len(c.names) for c in o), -len(o)))
+            for opts in options]
     tried = 0
 
     def flat(p: list[Segmentation]) -> tuple[Chain, ...]:
