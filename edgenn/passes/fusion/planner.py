@@ -108,7 +108,7 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
                 cost: Mapping[object, float] | CostModel | None = None,
                 variant: str = "ring_hoisted_pair",
                 arena: Callable[[Graph], int] | None = None,
-                splits: bool = True) -> FusionDecision:
+                splits: bool = True, residuals: bool = True) -> FusionDecision:
     """Decide which chains of ``graph`` to fuse.
 
     ``none``: nothing; ``all``: every maximal chain; ``auto``: the candidate with the least
@@ -116,13 +116,14 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
     ``latency_bound`` is given, the smallest arena within that many cycles (ties: faster).
     A budget or bound that no candidate meets raises PlanError naming both numbers.
     ``splits=False``: each chain is tried only unfused or whole (the two plans a caller has
-    measured), not cut into segments.
+    measured), not cut into segments. ``residuals=False``: chains stop before their residual
+    Adds (a build that may skip residual blocks keeps the Adds its skips are found by).
     """
     if mode not in MODES:
         raise PlanError(f"graph {graph.name!r}: unknown fusion mode {mode!r}; "
                         f"choose one of {', '.join(MODES)}")
     evaluate = _Evaluator(graph, variant, CostModel.from_mapping(cost), arena or _default_arena)
-    chains = find_chains(graph)
+    chains = find_chains(graph, residuals)
     base_arena, base_cycles, _ = evaluate(())
     if mode != "auto":
         chosen: Sequence[Chain] = chains if mode == "all" else ()
