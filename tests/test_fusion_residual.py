@@ -265,3 +265,46 @@ def test_planner_fits_a_budget_only_every_block_fused_meets() -> None:
     decision = plan_fusion(g, "auto", ram_budget=budget, cost=cost)
     assert decision.arena_bytes <= budget < plan_graph(g).peak_bytes
     assert decision.candidates > 0 and decision.chains
+
+
+@needs_arm
+def test_builds_with_skip_support_keep_the_adds() -> None:
+    """``skippable`` finds the blocks by their Adds: fused with it, chains stop before them
+    (and every block stays skippable); without it the Adds are folded in."""
+    pytest.importorskip("unicorn")
+    from edgenn.passes.skip import find_blocks
+
+    g = _graph(2)
+    exe = compile_model(g, target=CORE, fuse="all", skippable=True)
+    assert [n.op for n in exe.graph.nodes] == ["FusedConvChain", "Add"] * 2
+    assert len(find_blocks(exe.graph)) == 2
+    x = random_input(g, 2, seed=12)
+    np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])
+    plain = compile_model(g, target=CORE, fuse="all")
+    assert [n.op for n in plain.graph.nodes] == ["FusedConvChain"] * 2
+
+
+@needs_arm
+def test_emulator_resnet_fixture_blocks_with_their_adds() -> None:
+    """ResNet basic blocks (3x3 -> 3x3, int16 windows, a fused ReLU in the Add) with the Add
+    folded in and the output over the block input: bit-exact with TFLite Micro."""
+    pytest.importorskip("unicorn")
+    from edgenn.oracles.tflm import tflm_run
+
+    path = Path(__file__).resolve().parent / "fixtures" / "tflite" / "resnet_int8.tflite"
+    g = load_model(path)
+    chains = find_chains(g)
+    assert len(chains) == 2 and all(c.residual is not None for c in chains)
+    fg = apply_fusion(g, chains)
+    core = get_core(CORE)
+    for node in fg.nodes:
+        if node.op == "FusedConvChain":
+            plan = plan_rows(node, fg, core)
+            assert plan is not None and any(m.wide for m in plan.members) and plan.residual
+    # both blocks' outputs in the stem's output buffer (block 1's input)
+    fused = [n for n in fg.nodes if n.op == "FusedConvChain"]
+    aliases = _in_place_aliases(fg)
+    assert [aliases.get(n.outputs[0]) for n in fused] == [fused[0].inputs[0]] * 2
+    x = random_input(g, 3, seed=14)
+    exe = compile_model(fg, target=CORE)
+    np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), tflm_run(path.read_bytes(), x)[0])
