@@ -634,7 +634,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         comment=(f"fused {names}: {variant}, per-layer kernels "
                  f"({', '.join(c.kernel_name for c in plan.calls)}) over row windows "
                  f"{ring} B"
-                 + (f", residual {plan.residual[0].kernel_name} per call" if plan.residual
+                 + (f", residual {plan.residual[0].kernel_name} per row" if plan.residual
                     else "")),
         code="\n".join(code),
         # why in place with a residual Add (stride-1 chain, output shaped as its input): the
