@@ -308,3 +308,13 @@ def test_emulator_resnet_fixture_blocks_with_their_adds() -> None:
     x = random_input(g, 3, seed=14)
     exe = compile_model(fg, target=CORE)
     np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), tflm_run(path.read_bytes(), x)[0])
+
+
+@needs_arm
+def test_emulator_core_without_dsp_runs_the_ring_kernel_and_the_portable_add() -> None:
+    pytest.importorskip("unicorn")
+    g = _graph(0)
+    x = random_input(g, 2, seed=30)
+    exe = compile_model(apply_fusion(g, find_chains(g)), target="cortex-m0plus")
+    assert all(str(m["kernel"]) == "edgenn_fused_chain_s8_dsp" for m in exe.manifest["layers"])
+    np.testing.assert_array_equal(np.asarray(exe.run(x)[0]), compile_ref(g).run(x)[0])
