@@ -2,9 +2,12 @@
 addressing, (c) hoisted row pointers, (d) hoisted + 2-pixel SMLAD reuse; arena of each, and
 CMSIS-NN's layer-by-layer figures (docs/cycle_model.md) beside A, B, C. Also the reference
 runtime's memory plans (``plan_graph``) unfused and with every chain fused, with the rings
-the code plans (``RING_ELEMENT_BYTES``).
+the code plans (``RING_ELEMENT_BYTES``). And the inverted-residual models (the zoo's
+MobileNetV2 keyword model; MLPerf Tiny's ResNet-8 when ``--mlperf-dir`` has it): layer by
+layer, every chain fused with its residual Add stopping before it (``residuals=False``), with
+it, ``--fuse auto`` and ``--fuse auto --ram-budget`` the all-fused arena.
 
-    .venv/bin/python benchmarks/fusion_variants.py [--clock-mhz 64]
+    .venv/bin/python benchmarks/fusion_variants.py [--clock-mhz 64] [--mlperf-dir DIR]
 
 Writes benchmarks/results/fusion_variants.json; ``tools/results_doc.py`` renders docs/fusion.md's
 tables and README's fusion figures from it. Cycles follow the project's Cortex-M4 cycle
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from edgenn.api import compile_model, load_model
+from edgenn.backends.cortexm.executable import _bench_inputs
 from edgenn.cli.console import console, table
 from edgenn.datasets import dataset_split
 from edgenn.evaluate import images_to_input
@@ -64,6 +68,40 @@ def measure(model: str) -> dict[str, Any]:
     return row
 
 
+# models with identity-shortcut blocks (chains that take their Add: chains.residual_add)
+RESIDUAL_MODELS = (ROOT / "zoo" / "keras" / "mbv2_kws_int8.tflite",)
+RESIDUAL_MLPERF = ("pretrainedResnet_quant.tflite",)  # MLPerf Tiny IC (ResNet-8)
+
+
+def _figures(exe: Any, x: tuple[np.ndarray, ...]) -> dict[str, Any]:
+    r = exe.emulate(*x)
+    exe.release_emulator()
+    fused = [n for n in exe.graph.nodes if n.op == "FusedConvChain"]
+    return {"cycles": int(r.total_cycles or 0), "arena_bytes": r.arena_bytes,
+            "flash_bytes": r.flash_bytes, "fused_chains": len(fused),
+            "fused_adds": sum(n.attr("residual", None) is not None for n in fused)}
+
+
+def measure_residual(path: Path) -> dict[str, Any]:
+    """One model with residual blocks, on the seeded bench input of ``edgenn bench``."""
+    g = load_model(path)
+    x = tuple(_bench_inputs(g))
+    chains, plain = find_chains(g), find_chains(g, residuals=False)
+    row: dict[str, Any] = {"model": path.stem, "file": str(path.relative_to(path.parents[1])),
+                           "chains": len(chains),
+                           "residual_chains": sum(c.residual is not None for c in chains)}
+    for key, graph in (("layer_by_layer", g), ("fused_without_adds", apply_fusion(g, plain)),
+                       ("fused", apply_fusion(g, chains))):
+        row[key] = _figures(compile_model(graph, target="cortex-m4"), x)
+    auto = compile_model(g, target="cortex-m4", fuse="auto")
+    row["auto"] = {**_figures(auto, x), "builds": auto.fusion_report.builds}
+    budget = row["fused"]["arena_bytes"]
+    auto = compile_model(g, target="cortex-m4", fuse="auto", ram_budget=budget)
+    row["auto_ram_budget"] = {**_figures(auto, x), "builds": auto.fusion_report.builds,
+                              "ram_budget": budget}
+    return row
+
+
 def reference_plan(model: str, variant: str = "ring_hoisted_pair") -> dict[str, Any]:
     """The reference runtime's arena (greedy plan, 16-byte alignment) unfused and with every
     maximal chain fused as ``variant`` (rings of ``RING_ELEMENT_BYTES[variant]`` per value)."""
@@ -79,8 +117,14 @@ def reference_plan(model: str, variant: str = "ring_hoisted_pair") -> dict[str, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clock-mhz", type=float, default=64.0)
+    ap.add_argument("--mlperf-dir", type=Path,
+                    default=ROOT.parent / "shared" / "models" / "mlperf_tiny",
+                    help="MLPerf Tiny models (its ResNet-8 is measured when found)")
     args = ap.parse_args()
     rows = [measure(m) for m in MODELS]
+    residual_paths = [*RESIDUAL_MODELS, *(args.mlperf_dir / f for f in RESIDUAL_MLPERF
+                                          if (args.mlperf_dir / f).is_file())]
+    residual_rows = [measure_residual(p) for p in residual_paths]
     cycles_rows, ms_rows, ram_rows = [], [], []
     for r in rows:
         cyc = {k: r[k]["cycles"] for k in VARIANTS}
@@ -109,10 +153,15 @@ def main() -> None:
     console.print(table("peak RAM (arena incl. scratch and rings, bytes)",
                         ["model", "CMSIS-NN layer by layer", "(a)", "(b)", "(c)", "(d)",
                          "(d) vs (a)"], ram_rows))
+    keys = ("layer_by_layer", "fused_without_adds", "fused", "auto", "auto_ram_budget")
+    console.print(table("inverted residuals: cycles / arena B", ["model", *keys],
+                        [[r["model"], *(f"{r[k]['cycles']:,} / {r[k]['arena_bytes']:,}"
+                                        for k in keys)] for r in residual_rows]))
     out = ROOT / "benchmarks" / "results" / "fusion_variants.json"
     payload = {"benchmark": "fusion_variants", "date": dt.date.today().isoformat(),
                "clock_mhz": args.clock_mhz, "cycle_model": "cortex-m4-trm-zero-wait-state",
-               "results": rows, "reference_plans": [reference_plan(m) for m in MODELS]}
+               "results": rows, "reference_plans": [reference_plan(m) for m in MODELS],
+               "inverted_residual": residual_rows}
     atomic_write_bytes(out, (json.dumps(with_version(payload), indent=1) + "\n").encode())
     console.print(f"wrote {out}")
 

@@ -20,10 +20,13 @@ class LayerCost:
 
 def node_macs(graph: Graph, node: Node) -> int:
     """Multiply-accumulates of one inference (batch 1); element-wise ops count one per output."""
-    if node.op == "FusedConvChain":  # the members' MACs; their intermediates live in attrs
+    if node.op == "FusedConvChain":  # the members' MACs (and the residual Add's); their
+        # intermediates live in attrs
         inner = graph.replace(tensors={**graph.tensors,
                                        **{t.name: t for t in node.attr("intermediates")}})
-        return sum(node_macs(inner, member) for member in node.attr("members"))
+        residual = node.attr("residual", None)
+        nodes = (*node.attr("members"), *(() if residual is None else (residual,)))
+        return sum(node_macs(inner, member) for member in nodes)
     out = graph.tensor(node.outputs[0])
     if node.op == "Conv2D":
         w = graph.tensor(node.inputs[1])

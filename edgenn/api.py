@@ -87,8 +87,11 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
         return backend.build_auto(graph, parsed, variant, fusion.get("ram_budget"),
                                   fusion.get("latency_bound"))
     if fuse != "none":
+        # why: a firmware with skip support finds its blocks by their Adds; chains keep them
+        skips = bool(skip_spec or options.get("skippable") or options.get("skip_configs"))
         graph = fuse_for_target(graph, target, fuse, variant, fusion.get("ram_budget"),
-                                fusion.get("latency_bound")).graph
+                                fusion.get("latency_bound"),
+                                residuals=not (skips and backend.skip_in_firmware)).graph
     return backend.build(graph, parsed)
 
 

@@ -51,12 +51,21 @@ def test_dwsep_chain_is_conv_depthwise_pointwise() -> None:
     assert groups == [1, 8, 1] and kernels == [(3, 3, 2), (3, 3, 1), (1, 1, 1)]
 
 
-def test_resnet_chains_stop_at_the_residual_adds() -> None:
+def test_resnet_chains_end_in_their_residual_adds() -> None:
     g = fixture("resnet_int8")
     convs = conv_names(g)
-    # the stem and each Add output feed both a conv and the next Add: only the two convs
-    # inside each block form chains.
-    assert [list(c.names) for c in find_chains(g)] == [convs[1:3], convs[3:5]]
+    adds = [n.name for n in g.nodes if n.op == "Add"]
+    # the stem and each Add output feed both a conv and the next Add: the two convs inside
+    # each block form a chain, and the block's Add (of the chain output and the chain input,
+    # an identity shortcut) is its last step
+    chains = find_chains(g)
+    assert [list(c.names) for c in chains] == [[*convs[1:3], adds[0]], [*convs[3:5], adds[1]]]
+    for c in chains:
+        assert c.residual is not None and c.output.name == c.residual.outputs[0]
+        assert c.conv_output.name == c.members[-1].outputs[0]
+        assert set(c.residual.inputs) == {c.input.name, c.conv_output.name}
+    # without residuals the chains stop before the Adds, as they used to
+    assert [list(c.names) for c in find_chains(g, residuals=False)] == [convs[1:3], convs[3:5]]
 
 
 def test_long_synthetic_chain_with_strides_5x5_pads_and_depthwise() -> None:

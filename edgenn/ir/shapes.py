@@ -27,7 +27,8 @@ Dequantize         x int8 or int16 -> float32             -
 LRN                x[N,H,W,C] (float)                     radius, bias, alpha, beta (TFLite form)
 Sigmoid, Tanh      x (float)                              -
 FusedConvChain     x, then each member's w, b (in order)  members (Conv2D Nodes), intermediates
-                                                          (their Tensors), variant, scratch_bytes
+                                                          (their Tensors), variant, scratch_bytes,
+                                                          residual (an Add of the last output and x)
 SVM                x[N,d] (float32 or int8),              classes, buffer_capacity, C, tol,
                    w[P,d], b[P] float32, P = k(k-1)/2     max_iter, carry, carry_limit
 =================  =====================================  ==========================================
@@ -343,8 +344,10 @@ def _fused_conv_chain(node: Node, inputs: list[Tensor | None]) -> Inferred:
     x = need(node, inputs, 0)
     by_name = {t.name: t for t in inputs if t is not None}
     members, inter = node.attr("members", ()), node.attr("intermediates", ())
-    if len(members) < 2 or len(inter) != len(members) - 1:
+    residual = node.attr("residual", None)  # an Add of the last member's output and x
+    if len(members) < 2 or len(inter) != len(members) - 1 + (residual is not None):
         raise fail(node, f"{len(members)} members and {len(inter)} intermediates do not agree")
+    x0 = x
     result: Inferred = []
     for k, member in enumerate(members):
         try:
@@ -360,6 +363,11 @@ def _fused_conv_chain(node: Node, inputs: list[Tensor | None]) -> Inferred:
                                   f"{inter[k].dtype.value}{list(inter[k].shape)} but member "
                                   f"{member.name!r} gives {dtype.value}{list(shape)}")
             x = inter[k]
+    if residual is not None and result[0] != (x0.shape, x0.dtype):
+        shape, dtype = result[0]
+        raise fail(node, f"residual Add {residual.name!r}: the last member gives "
+                          f"{dtype.value}{list(shape)}, the chain input is "
+                          f"{x0.dtype.value}{list(x0.shape)}")
     return result
 
 

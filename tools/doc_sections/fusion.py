@@ -82,6 +82,35 @@ def plans(doc: dict[str, Any]) -> str:
         *table(["model", "unfused", "fused (all chains)", "rings", "change"], rows)])
 
 
+RESIDUAL_BUILDS = (
+    ("layer_by_layer", "layer by layer"),
+    ("fused_without_adds", "every chain fused, Adds as layers"),
+    ("fused", "every chain fused with its Add"),
+    ("auto", "`--fuse auto`"),
+    ("auto_ram_budget", "`--fuse auto --ram-budget` (the fused arena)"),
+)
+
+
+def residual(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc.get("inverted_residual", []):
+        base = r["layer_by_layer"]
+        for key, label in RESIDUAL_BUILDS:
+            f = r[key]
+            rows.append([f"{r['model']} ({r['residual_chains']} of {r['chains']} chains "
+                         "with an Add)" if key == "layer_by_layer" else "", label,
+                         n(f["cycles"]), pct(f["cycles"] / base["cycles"]), n(f["arena_bytes"]),
+                         pct(f["arena_bytes"] / base["arena_bytes"]), n(f["flash_bytes"]),
+                         f"{f['fused_chains']} ({f['fused_adds']})"])
+    return "\n".join([
+        f"Measured on {doc['date']} by `benchmarks/fusion_variants.py` "
+        f"(`benchmarks/results/fusion_variants.json`): one inference on the Cortex-M4 cycle "
+        "model (zero wait states) of the seeded `edgenn bench` input; arena of the firmware "
+        "(tensors, kernel scratch, windows), bytes.", "",
+        *table(["model", "build", "cycles", "vs layer by layer", "arena B",
+                "vs layer by layer", "flash B", "fused chains (with Add)"], rows, left=2)])
+
+
 def cmsis_ratios(doc: dict[str, Any]) -> str:
     by = _by(doc)
     ratios = " / ".join(f"{by[m]['cmsis_nn']['cycles'] / by[m]['a']['cycles']:.2f}x"
@@ -111,5 +140,6 @@ SECTIONS = (
     Section("fusion-variants", "fusion_variants", variants),
     Section("fusion-plans", "fusion_variants", plans),
     Section("fusion-cmsis-ratios", "fusion_variants", cmsis_ratios),
+    Section("fusion-residual", "fusion_variants", residual),
     Section("fusion-summary", "fusion_variants", summary),
 )

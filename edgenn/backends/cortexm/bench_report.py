@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from edgenn.backends.bench_report import BenchReport, Column, LayerReport
+from edgenn.passes.fusion.chains import fused_names
 
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.executable import BenchResult, CortexMExecutable
@@ -79,7 +80,7 @@ def cortexm_report(exe: CortexMExecutable, result: BenchResult,
         "sizes": dict(result.sizes), "flash_breakdown": dict(result.flash_breakdown),
         "skip": list(result.skip), "switch_cycles": result.switch_cycles,
         "switch_instructions": result.switch_instructions,
-        "fused_chains": [[m.name for m in n.attr("members")] for n in built.nodes
+        "fused_chains": [list(fused_names(n)) for n in built.nodes
                          if n.op == "FusedConvChain"],
     }
     return BenchReport(

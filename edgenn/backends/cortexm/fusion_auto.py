@@ -42,7 +42,14 @@ from edgenn.backends.cortexm.fit import FitError
 from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.ir import Graph
-from edgenn.passes.fusion import Chain, FusionDecision, apply_fusion, find_chains, plan_fusion
+from edgenn.passes.fusion import (
+    Chain,
+    FusionDecision,
+    apply_fusion,
+    find_chains,
+    fused_names,
+    plan_fusion,
+)
 from edgenn.passes.fusion.planner import segmentations
 from edgenn.passes.fusion.rewrite import fused_node
 
@@ -234,21 +241,32 @@ def _part_label(graph: Graph, chain: Chain, chosen: tuple[Chain, ...]) -> str:
     return ", ".join(f"layers {index[p.names[0]]}-{index[p.names[-1]]} fused" for p in parts)
 
 
+def skip_asked(options: Mapping[str, Any]) -> bool:
+    """Whether a build's options ask for skip support (``compile_cortexm``'s ``skippable``,
+    ``skip``, ``skip_configs``): its skippable blocks are found by their Adds, so chains then
+    stop before a residual Add instead of taking it (``find_chains(residuals=False)``)."""
+    return bool(options.get("skippable") or options.get("skip") or options.get("skip_configs"))
+
+
 def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
                  ram_budget: int | None = None, latency_bound: float | None = None,
-                 **options: Any) -> CortexMExecutable:
+                 residuals: bool | None = None, **options: Any) -> CortexMExecutable:
     """Compile ``graph`` with ``--fuse auto`` (see the module docstring); the executable's
     ``fusion_report`` says what was measured and chosen. PlanError (one line, with the
     smallest arena / fastest latency) when no plan meets ``ram_budget`` / ``latency_bound``.
+    ``residuals``: whether chains may take their residual Adds (default: unless ``options``
+    ask for skip support, :func:`skip_asked`).
     """
     c = get_core(core)
-    chains = found = find_chains(graph)
+    if residuals is None:
+        residuals = not skip_asked(options)
+    chains = found = find_chains(graph, residuals)
     if ram_budget is None and latency_bound is None:
         chains = [ch for ch in found if _may_be_faster(graph, ch, variant, c)]
     builds = _Builds(core, dict(options))
     try:
         if not chains:
-            exe = _plain(graph, builds, variant, ram_budget, latency_bound)
+            exe = _plain(graph, builds, variant, ram_budget, latency_bound, residuals)
             exe.fusion_report = replace(exe.fusion_report, unmeasured=len(found))
             return exe
         fused_graph = apply_fusion(graph, chains, variant)
@@ -259,7 +277,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             unfused_exe, unfused, _ = builds.measure(graph)
             fused_exe, fused, fused_exact = fused_job.result()
         decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
-                                            ram_budget, latency_bound)
+                                            ram_budget, latency_bound, residuals)
         whole = {ch.names for ch in chains}
         if not fused_exact and any(ch.names in whole for ch in decision.chains):
             # the fast fused build was over the flash budget: its cycles are the fused plan's
@@ -268,7 +286,7 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             # decides. (A part of a chain is an estimate anyway; its own build is emulated.)
             fused_exe, fused, fused_exact = builds.measure(fused_graph)
             decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
-                                                ram_budget, latency_bound)
+                                                ram_budget, latency_bound, residuals)
         every = _key(ch.names for ch in chains)
         chosen = _key(ch.names for ch in decision.chains)
         is_estimate, checked = False, None
@@ -326,7 +344,7 @@ def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
 
 def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResult,
             fused: BenchResult, core: Core, ram_budget: int | None,
-            latency_bound: float | None,
+            latency_bound: float | None, residuals: bool = True,
             ) -> tuple[FusionDecision, dict[object, float], set[tuple[str, ...]]]:
     """The planner's decision from the two builds (and its cost table, estimated parts)."""
     cost, estimated = _costs(graph, chains, variant, unfused, fused)
@@ -334,20 +352,20 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     layers: dict[object, tuple[int, bool, bool]] = {}  # each node's kernel scratch, prepared once
 
     def arena(g: Graph) -> int:
-        key = _key(tuple(m.name for m in n.attr("members"))
-                   for n in g.nodes if n.op == "FusedConvChain")
+        key = _key(fused_names(n) for n in g.nodes if n.op == "FusedConvChain")
         return exact[key] if key in exact else firmware_arena_bytes(g, core, layers)
 
     # why no splits without a limit: whole chains and none are the two measured plans, and a
     # part's estimate lies between them (the chain's ratio), so it never wins
     limited = ram_budget is not None or latency_bound is not None
     decision = plan_fusion(graph, "auto", ram_budget=ram_budget, latency_bound=latency_bound,
-                           cost=cost, variant=variant, arena=arena, splits=limited)
+                           cost=cost, variant=variant, arena=arena, splits=limited,
+                           residuals=residuals)
     return decision, cost, estimated
 
 
 def _plain(graph: Graph, builds: _Builds, variant: str, ram_budget: int | None,
-           latency_bound: float | None) -> CortexMExecutable:
+           latency_bound: float | None, residuals: bool = True) -> CortexMExecutable:
     """A model without a chain: its one build (emulated only to check a latency bound)."""
     exe = builds.build(graph, dict(builds.options))
     arena = int(exe.manifest["arena_bytes"])
@@ -358,7 +376,8 @@ def _plain(graph: Graph, builds: _Builds, variant: str, ram_budget: int | None,
         exe.release_emulator()
         cost, cycles = _layer_costs(bench), int(bench.total_cycles or 0)
     decision = plan_fusion(graph, "none", ram_budget=ram_budget, latency_bound=latency_bound,
-                           cost=cost, variant=variant, arena=lambda g: arena)
+                           cost=cost, variant=variant, arena=lambda g: arena,
+                           residuals=residuals)
     exe.fusion_report = AutoFusionReport(
         decision, PlanFigures(cycles, arena, 0), None, (), float(cycles), False, builds.count,
         ram_budget, latency_bound)
@@ -390,4 +409,4 @@ def _costs(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResult
     return cost, estimated
 
 
-__all__ = ["AutoFusionReport", "ChainFigures", "PlanFigures", "compile_auto"]
+__all__ = ["AutoFusionReport", "ChainFigures", "PlanFigures", "compile_auto", "skip_asked"]

@@ -66,4 +66,4 @@ class CostModel:
     def chain(self, graph: Graph, chain: Chain, variant: str) -> float:
         if chain.names in self.chain_cycles:
             return self.chain_cycles[chain.names]
-        return FUSED_RATIO[variant] * sum(self.node(graph, m) for m in chain.members)
+        return FUSED_RATIO[variant] * sum(self.node(graph, m) for m in chain.nodes)

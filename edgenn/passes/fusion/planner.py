@@ -94,7 +94,7 @@ class _Evaluator:
             fused = apply_fusion(self.graph, chains, self.variant)
             cycles = self.base + sum(
                 self.cost.chain(self.graph, c, self.variant)
-                - sum(self.cost.node(self.graph, m) for m in c.members) for c in chains)
+                - sum(self.cost.node(self.graph, m) for m in c.nodes) for c in chains)
             self.cache[key] = (self.arena_fn(fused), cycles, fused)
         return self.cache[key]
 
@@ -108,7 +108,7 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
                 cost: Mapping[object, float] | CostModel | None = None,
                 variant: str = "ring_hoisted_pair",
                 arena: Callable[[Graph], int] | None = None,
-                splits: bool = True) -> FusionDecision:
+                splits: bool = True, residuals: bool = True) -> FusionDecision:
     """Decide which chains of ``graph`` to fuse.
 
     ``none``: nothing; ``all``: every maximal chain; ``auto``: the candidate with the least
@@ -116,13 +116,14 @@ def plan_fusion(graph: Graph, mode: str = "auto", ram_budget: int | None = None,
     ``latency_bound`` is given, the smallest arena within that many cycles (ties: faster).
     A budget or bound that no candidate meets raises PlanError naming both numbers.
     ``splits=False``: each chain is tried only unfused or whole (the two plans a caller has
-    measured), not cut into segments.
+    measured), not cut into segments. ``residuals=False``: chains stop before their residual
+    Adds (a build that may skip residual blocks keeps the Adds its skips are found by).
     """
     if mode not in MODES:
         raise PlanError(f"graph {graph.name!r}: unknown fusion mode {mode!r}; "
                         f"choose one of {', '.join(MODES)}")
     evaluate = _Evaluator(graph, variant, CostModel.from_mapping(cost), arena or _default_arena)
-    chains = find_chains(graph)
+    chains = find_chains(graph, residuals)
     base_arena, base_cycles, _ = evaluate(())
     if mode != "auto":
         chosen: Sequence[Chain] = chains if mode == "all" else ()
@@ -160,7 +161,13 @@ def _descend(options: list[list[Segmentation]],
              score: Callable[[tuple[Chain, ...]], tuple[bool, float, float]],
              ) -> tuple[tuple[Chain, ...], int]:
     """Coordinate descent: from 'all fused', improve one chain's choice at a time."""
-    pick = [opts[1] if len(opts) > 1 else opts[0] for opts in options]
+    # why the widest option, not a fixed index: segmentations() lists the whole chain first
+    # and the unfused option first only for long chains; the whole chain (its residual Add
+    # included) covers the most nodes in the fewest segments. From a start that does not fit
+    # a budget, one chain's change at a time cannot fit it when the peak recurs in many
+    # blocks (MobileNetV2's 14 like blocks): each changed alone leaves the others' peak
+    pick = [max(opts, key=lambda o: (sum(len(c.names) for c in o), -len(o)))
+            for opts in options]
     tried = 0
 
     def flat(p: list[Segmentation]) -> tuple[Chain, ...]:

@@ -34,6 +34,8 @@ def fused_node(chain: Chain, variant: str) -> Node:
         attrs={
             "members": chain.members,
             "intermediates": chain.intermediates,
+            # the residual Add (its operands: the last member's output and input 0), or None
+            "residual": chain.residual,
             "variant": variant,
             # arena scratch at this step (edgenn.memory.lifetimes): the rings
             "scratch_bytes": ring_bytes(chain, RING_ELEMENT_BYTES[variant]),

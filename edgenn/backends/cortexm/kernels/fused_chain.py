@@ -31,11 +31,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, c_call
+from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, Array, Calls, c_call, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
 from edgenn.backends.cortexm.kernels.conv import ConvParams, conv_params
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode, quant_records
 from edgenn.backends.cortexm.kernels.fast_conv1ch import pack_conv1ch_weights, tap_pairs
+from edgenn.backends.cortexm.kernels.fused_residual import residual_code
 from edgenn.backends.cortexm.kernels.fused_rows import plan_rows, rows_call
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import UnsupportedOperatorError
@@ -62,7 +63,7 @@ def member_graph(node: Node, graph: Graph, k: int) -> Graph:
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     m = members[k]
     x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
-    y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+    y = inter[k] if k < len(inter) else graph.tensor(node.outputs[0])
     tensors = {x.name: x, y.name: y}
     for name in m.inputs[1:]:
         if name:
@@ -220,14 +221,30 @@ class FusedChainKernel:
             if rows is not None:
                 return rows_call(rows, variant, names)
         plan = plan_chain(node, graph)
+        ring = c_call("edgenn_fused_chain_s8_dsp", IN0, OUT0, SCRATCH, Array("meta"), Array("w"),
+                      Array("quant"))
+        call: Calls = ring
+        arrays: tuple[CArray, ...] = (
+            CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
+            CArray("quant", "int32_t", plan.quant))
+        sources: tuple[str, ...] = ("edgenn_fused_chain_s8_dsp.c",)
+        code = ""
+        if node.attr("residual", None) is not None:
+            # the ring kernel writes the last member's map into the output, then the residual
+            # Add runs over it in place (the output is never written over the input here)
+            h = graph.tensor(node.outputs[0]).shape[1]
+            res = residual_code(node, graph, core, h, "res")
+            call = (ring, generated("res", res.kernel_name, IN0, OUT0, OUT0))
+            arrays += res.arrays
+            sources += tuple(s for s in res.sources if s not in sources)
+            code = res.code
         return KernelCall(
-            call=c_call("edgenn_fused_chain_s8_dsp", IN0, OUT0, SCRATCH, Array("meta"), Array("w"),
-                        Array("quant")),
-            sources=("edgenn_fused_chain_s8_dsp.c",),
-            arrays=(CArray("meta", "int32_t", plan.meta), CArray("w", "uint32_t", plan.w),
-                    CArray("quant", "int32_t", plan.quant)),
+            call=call,
+            sources=sources,
+            arrays=arrays,
             scratch_bytes=plan.scratch_bytes,
             comment=f"fused {names}: {variant}, rings {plan.ring_bytes} B",
+            code=code,
         )
 
 

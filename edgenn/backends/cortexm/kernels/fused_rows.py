@@ -44,6 +44,7 @@ from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated, render_
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, matching_kernel
 from edgenn.backends.cortexm.kernels import window_conv
 from edgenn.backends.cortexm.kernels.conv import conv_params
+from edgenn.backends.cortexm.kernels.fused_residual import ResidualCode, residual_code
 from edgenn.backends.cortexm.targets import Core
 from edgenn.errors import EdgennError
 from edgenn.ir import DType, Graph, Node, Tensor
@@ -108,6 +109,9 @@ class RowsPlan:
     calls: tuple[KernelCall, ...]
     scratch_bytes: int
     stage_off: int = -1  # the last member's staging rows in the scratch (-1: none)
+    # the residual Add (chains.residual_add) over one row, run on each row of a call; the
+    # last member then always writes into the staging rows
+    residual: tuple[ResidualCode, ...] = ()
 
 
 def _virtual_member(m: Node, x: Tensor, y: Tensor, graph: Graph,
@@ -138,7 +142,7 @@ def _wide_members(node: Node, graph: Graph, core: Core) -> list[bool]:
     out = []
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
-        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        y = inter[k] if k < len(inter) else graph.tensor(node.outputs[0])
         try:
             vn, vg, _ = _virtual_member(m, x, y, graph, 1)
             ok = window_conv.window_plan(conv_params(vn, vg), core) is not None
@@ -209,7 +213,7 @@ def _rows_per_call(node: Node, graph: Graph, wide: list[bool], rows_per_call: in
     inter: tuple[Tensor, ...] = tuple(node.attr("intermediates"))
     gs = [1] * len(members)
     for k in range(len(members) - 1, -1, -1):
-        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        y = inter[k] if k < len(inter) else graph.tensor(node.outputs[0])
         out_h = y.shape[1]
         g = rows_per_call
         nxt = k + 1 < len(members)
@@ -231,7 +235,7 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
     g_prev = 1
     for k, m in enumerate(members):
         x = graph.tensor(node.inputs[0]) if k == 0 else inter[k - 1]
-        y = graph.tensor(node.outputs[0]) if k == len(members) - 1 else inter[k]
+        y = inter[k] if k < len(inter) else graph.tensor(node.outputs[0])
         if x.dtype is not DType.INT8 or y.dtype is not DType.INT8:
             return None
         if tuple(int(d) for d in m.attr("dilations", (1, 1))) != (1, 1):
@@ -279,8 +283,18 @@ def _plan_rows(node: Node, graph: Graph, core: Core, wide: list[bool],
         placed.append(replace(r, win_off=off))
         off += r.window_bytes
     last = rows[-1]
-    stage = _align16(last.g * last.out_row) if last.out_h % last.g else 0
-    return RowsPlan(tuple(placed), tuple(calls), off + stage, off if stage else -1)
+    residual: tuple[ResidualCode, ...] = ()
+    if node.attr("residual", None) is not None:
+        # why staging: the output may be written over the chain input (in place), so the
+        # last member's rows cannot go to the output before the Add has read the input's.
+        # why one row a call of the Add: its tables (2 KiB a layer) exist once for any
+        # number of rows (a second function for the last call's rows doubled them)
+        try:
+            residual = (residual_code(node, graph, core, 1, "res"),)
+        except (EdgennError, ValueError, KeyError):
+            return None
+    stage = _align16(last.g * last.out_row) if last.out_h % last.g or residual else 0
+    return RowsPlan(tuple(placed), tuple(calls), off + stage, off if stage else -1, residual)
 
 
 def _wide_member_code(k: int, r: MemberRows) -> str:
@@ -494,6 +508,41 @@ _COPY_TAIL = [
 ]
 
 
+def _driver_rows(plan: RowsPlan, n: int) -> list[str]:
+    """The chain driver's loop over the last member's calls (staged rows past the map; with a
+    residual Add every call staged, then added to the chain input's rows into the output)."""
+    last = plan.members[-1]
+    tail = last.out_h % last.g
+    full = last.out_h - tail
+    if plan.residual:
+        stage = f"s.scr + {plan.stage_off}"
+        row = last.out_row
+
+        def add(oy: str, rows: int) -> list[str]:
+            return [f"        for (int r = 0; r < {rows}; r++) {{",
+                    f"            const int o = ({oy} + r) * {row};",
+                    f"            @P@_res(in + o, {stage} + r * {row}, out + o);",
+                    "        }"]
+        lines = [f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{",
+                 f"        @P@_row{n - 1}(&s, oy, {stage});",
+                 *add("oy", last.g), "    }"]
+        if tail:
+            lines += ["    {", f"        @P@_row{n - 1}(&s, {full}, {stage});",
+                      *add(str(full), tail), "    }"]
+        return lines
+    if plan.stage_off < 0:
+        return [f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{",
+                f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
+                "    }"]
+    return [f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{",
+            f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
+            "    }",
+            f"    /* the last {tail} row(s) of a call past the map: staged */",
+            f"    @P@_row{n - 1}(&s, {full}, s.scr + {plan.stage_off});",
+            f"    @P@_copy(out + {full * last.out_row}, s.scr + {plan.stage_off}, "
+            f"{tail * last.out_row});"]
+
+
 def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
     """The fused chain's KernelCall: the members' code and arrays plus the row driver."""
     n = len(plan.members)
@@ -557,7 +606,10 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         if c.code:
             code.append(c.code.replace("@P@", f"@P@_m{k}"))
         code.append(_member_code(k, r, c))
-    last = plan.members[-1]
+    for res in plan.residual:
+        arrays += res.arrays
+        sources += [s for s in res.sources if s not in sources]
+        code.append(res.code)
     code += [
         "static void @P@_chain(const int8_t *in, int8_t *out, void *scratch)",
         "{",
@@ -570,16 +622,7 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         "    }",
         *(f"    @P@_fill16((int16_t *)(void *)(s.scr + {r.win_off}), {r.in_zp}, "
           f"{r.cap * r.row_elems});" for r in plan.members if r.wide),
-        (f"    for (int oy = 0; oy + {last.g} <= {last.out_h}; oy += {last.g}) {{"
-         if plan.stage_off >= 0 else
-         f"    for (int oy = 0; oy < {last.out_h}; oy += {last.g}) {{"),
-        f"        @P@_row{n - 1}(&s, oy, out + oy * {last.out_row});",
-        "    }",
-        *([f"    /* the last {last.out_h % last.g} row(s) of a call past the map: staged */",
-           f"    @P@_row{n - 1}(&s, {last.out_h - last.out_h % last.g}, s.scr + {plan.stage_off});",
-           f"    @P@_copy(out + {(last.out_h - last.out_h % last.g) * last.out_row}, "
-           f"s.scr + {plan.stage_off}, {last.out_h % last.g * last.out_row});"]
-          if plan.stage_off >= 0 else []),
+        *_driver_rows(plan, n),
         "}",
     ]
     ring = plan.scratch_bytes - plan.members[0].win_off
@@ -590,6 +633,14 @@ def rows_call(plan: RowsPlan, variant: str, names: str) -> KernelCall:
         scratch_bytes=plan.scratch_bytes,
         comment=(f"fused {names}: {variant}, per-layer kernels "
                  f"({', '.join(c.kernel_name for c in plan.calls)}) over row windows "
-                 f"{ring} B"),
+                 f"{ring} B"
+                 + (f", residual {plan.residual[0].kernel_name} per row" if plan.residual
+                    else "")),
         code="\n".join(code),
+        # why in place with a residual Add (stride-1 chain, output shaped as its input): the
+        # output rows [oy, oy + g) are written after every member has read all the input rows
+        # they depend on (input rows are read once, in order, and row oy's receptive field
+        # reaches down to row oy + g - 1 at least), by the Add that reads the input row at
+        # the same offset first; the last member's rows are staged in the scratch
+        in_place=bool(plan.residual),
     )

@@ -8,6 +8,9 @@ padding of ``x - zp``). The order of the rows and the ring slots each reads come
 ``edgenn.passes.fusion.ring.row_schedule``, computed once in ``build``: the schedule the C
 kernels follow, so running it here also validates it. Every variant computes the same
 integers; the variant only changes how a C kernel addresses the ring.
+
+A chain with a residual Add (``attrs["residual"]``) adds each output row of its last member to
+the same row of the chain input with the Add's own int8 layer (the unfused arithmetic).
 """
 
 from __future__ import annotations
@@ -19,6 +22,13 @@ from edgenn.backends.ref.layer import Layer, layer_class, register
 from edgenn.ir import DType, Graph, Node, Tensor
 from edgenn.passes.fusion.chains import Chain, ConvGeom, make_chain
 from edgenn.passes.fusion.ring import ring_bytes, ring_rows, row_schedule
+
+
+def _residual_layer(add: Node, tensor: dict[str, Tensor]) -> Layer:
+    """The residual Add as its own int8 layer (operands in the Add's order)."""
+    g = Graph(f"{add.name}:residual", {n: tensor[n] for n in (*add.inputs, *add.outputs)},
+              (add,), tuple(add.inputs), tuple(add.outputs))
+    return layer_class(add, g)(add, g)
 
 
 def _row_layer(member: Node, geom: ConvGeom, tensor: dict[str, Tensor]) -> Layer:
@@ -45,7 +55,9 @@ class FusedConvChain(Layer):
         tensor: dict[str, Tensor] = {t.name: t for t in self.inputs if t is not None}
         tensor.update({t.name: t for t in self.node.attr("intermediates")})
         tensor.update({t.name: t for t in self.outputs})
-        self.chain: Chain = make_chain(tensor.__getitem__, self.node.attr("members"))
+        residual = self.node.attr("residual", None)
+        self.chain: Chain = make_chain(tensor.__getitem__, self.node.attr("members"), residual)
+        self.residual = None if residual is None else _residual_layer(residual, tensor)
         self.rows = [_row_layer(m, g, tensor) for m, g in zip(self.chain.members,
                                                              self.chain.geoms, strict=True)]
         feeds = (self.chain.input, *self.chain.intermediates)
@@ -77,4 +89,9 @@ class FusedConvChain(Layer):
                 out[:, step.dest] = res
             else:
                 rings[k][:, step.dest] = res
+        if self.residual is not None:
+            # element-wise: row by row or all at once gives the same integers
+            a, b = self.residual.node.inputs
+            operands = {self.chain.conv_output.name: out, self.chain.input.name: x}
+            out = self.residual.run(operands[a], operands[b])[0]
         return [out]
