@@ -378,6 +378,24 @@ class ConvS16Gemm:
         ep = epilogue(p.requant, p.w)
         mode, quant, code = rescale(p)
         w = p.w.reshape(co, -1).astype(np.int8)
+        # why imported here: pointwise_s16 and conv_s16_folded import this module
+        from edgenn.backends.cortexm.kernels import conv_s16_folded as folded
+        from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
+        fmode, fquant = fold(p, mode, quant)
+        if fmode == FOLDED and folded.fits(g):
+            wide = folded.widened()
+            return KernelCall(
+                call=generated("conv", self.name, IN0, OUT0, SCRATCH),
+                sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
+                arrays=(CArray("w", "uint32_t", folded.weights(w, wide)),
+                        CArray("quant", "int32_t", fquant)),
+                scratch_bytes=scratch_bytes(g),
+                comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
+                        f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks"
+                        f"{' on widened weights' if wide else ''}, bias in the sum, "
+                        "one-SMMULR rescale in asm",
+                code=folded.shared_code(g, folded_fn(g), wide),
+            )
         return KernelCall(
             call=generated("conv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
