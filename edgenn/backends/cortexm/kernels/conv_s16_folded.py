@@ -177,28 +177,47 @@ static void @P@_patch(const int16_t *in, uint32_t *buf, int j, int oy, int ox)
 
 
 # --------------------------------------------------------------------------- MAC + rescale
-def _wfirst() -> list[str]:
-    """The first k pair on widened weights: the sums start at the records' biases."""
+def _wfirst(xo: tuple[int, ...] = (0, 4, 8, 12)) -> list[str]:
+    """The first k pair on widened weights (pixel j's pair at [xp, #xo[j]]): the sums
+    start at the records' biases."""
+    a, b, c, d = xo
     return [_q(t) for t in (
         "ldr %[xa], %[rq]", "ldr %[a0], [%[xa]]", "ldr %[a1], [%[xa], #16]",
-        "ldr %[wt], [%[wp]]", "ldr %[wv], [%[wp], #4]", "ldr %[xa], [%[xp]]",
-        "ldr %[xb], [%[xp], #4]", "ldr %[c0], [%[xp], #8]", "ldr %[d0], [%[xp], #12]",
+        "ldr %[wt], [%[wp]]", "ldr %[wv], [%[wp], #4]", f"ldr %[xa], [%[xp], #{a}]",
+        f"ldr %[xb], [%[xp], #{b}]", f"ldr %[c0], [%[xp], #{c}]", f"ldr %[d0], [%[xp], #{d}]",
         "smlad %[c1], %[c0], %[wv], %[a1]", "smlad %[c0], %[c0], %[wt], %[a0]",
         "smlad %[d1], %[d0], %[wv], %[a1]", "smlad %[d0], %[d0], %[wt], %[a0]",
         "smlad %[b0], %[xb], %[wt], %[a0]", "smlad %[b1], %[xb], %[wv], %[a1]",
         "smlad %[a0], %[xa], %[wt], %[a0]", "smlad %[a1], %[xa], %[wv], %[a1]")]
 
 
-def _wstep(xo: int, wo: int) -> list[str]:
-    """One k pair on widened weights: a burst of 4 loads, 4 SMLAD, 2 loads, 4 SMLAD."""
+def wstep(xo: tuple[int, ...], wo: int) -> list[str]:
+    """One k pair on widened weights (pixel j's pair at [xp, #xo[j]], the channels' words at
+    [wp, #wo]): a burst of 4 loads, 4 SMLAD, 2 loads, 4 SMLAD."""
+    a, b, c, d = xo
     return [_q(t) for t in (
         f"ldr %[wt], [%[wp], #{wo}]", f"ldr %[wv], [%[wp], #{wo + 4}]",
-        f"ldr %[xa], [%[xp], #{xo}]", f"ldr %[xb], [%[xp], #{xo + 4}]",
+        f"ldr %[xa], [%[xp], #{a}]", f"ldr %[xb], [%[xp], #{b}]",
         "smlad %[a0], %[xa], %[wt], %[a0]", "smlad %[a1], %[xa], %[wv], %[a1]",
         "smlad %[b0], %[xb], %[wt], %[b0]", "smlad %[b1], %[xb], %[wv], %[b1]",
-        f"ldr %[xa], [%[xp], #{xo + 8}]", f"ldr %[xb], [%[xp], #{xo + 12}]",
+        f"ldr %[xa], [%[xp], #{c}]", f"ldr %[xb], [%[xp], #{d}]",
         "smlad %[c0], %[xa], %[wt], %[c0]", "smlad %[c1], %[xa], %[wv], %[c1]",
         "smlad %[d0], %[xb], %[wt], %[d0]", "smlad %[d1], %[xb], %[wv], %[d1]")]
+
+
+def _slots(xo: int) -> tuple[int, int, int, int]:
+    """The patch's word offsets of a k pair's 4 pixels (word 4 p + j)."""
+    return (xo, xo + 4, xo + 8, xo + 12)
+
+
+def direct_mac(offsets: list[int], step: int) -> list[str]:
+    """Straight-line K of one block whose pixels read the (padded) input directly: k pair i
+    of pixel j at [xp, #offsets[i] + j step]; wp then moves past the pair's weights."""
+    px = [tuple(o + j * step for j in range(PIXELS)) for o in offsets]
+    asm = _wfirst(px[0])
+    for i in range(1, len(offsets)):
+        asm += wstep(px[i], 8 * i)
+    return asm + _add("wp", 8 * len(offsets))
 
 
 def mac_asm(s: int, wide: bool) -> list[str]:
@@ -206,23 +225,23 @@ def mac_asm(s: int, wide: bool) -> list[str]:
     a loop entered at step ``skip``); leaves wp at the next channel pair's weights."""
     if not wide:
         return _mac_asm(s, Plan(0, False, PIXELS))
-    xstep, wstep = 16, 8
+    xstep, wbytes = 16, 8
     kl = _loop_shape(s)
     asm = _wfirst()
     for i in range(1, kl.straight + 1):
-        asm += _wstep(xstep * i, wstep * i)
+        asm += wstep(_slots(xstep * i), wbytes * i)
     if not kl.loops:
         return asm
     start = kl.straight + 1 - kl.skip
-    asm += _add("xp", xstep * start) + _add("wp", wstep * start)
+    asm += _add("xp", xstep * start) + _add("wp", wbytes * start)
     if kl.skip:
         asm.append(_q("b 2f"))
     asm.append('"1:\\n\\t"')
     for i in range(kl.u):
         if kl.skip and i == kl.skip:
             asm.append('"2:\\n\\t"')
-        asm += _wstep(xstep * i, wstep * i)
-    asm += [_q(f"add %[xp], %[xp], #{xstep * kl.u}"), _q(f"add %[wp], %[wp], #{wstep * kl.u}"),
+        asm += wstep(_slots(xstep * i), wbytes * i)
+    asm += [_q(f"add %[xp], %[xp], #{xstep * kl.u}"), _q(f"add %[wp], %[wp], #{wbytes * kl.u}"),
             _q("ldr %[xa], %[end]"), _q("cmp %[xp], %[xa]"), _q("bne 1b")]
     return asm
 
@@ -257,17 +276,23 @@ _DECLS = """    int32_t a0, a1, b0, b1, c0, c1, d0, d1;
     uint32_t xa, xb, wv, wt;"""
 
 
-def _block_fns(g: Geometry, wide: bool) -> str:
+def patch_mac(s: int, wide: bool) -> list[str]:
+    """The K of one block on the patch, leaving wp at the next channel pair's weights."""
+    words = (2 if wide else 1) * s
+    return mac_asm(s, wide) + ([] if _loop_shape(s).loops else _add("wp", 4 * words))
+
+
+def block_fns(g: Geometry, mac: list[str], x_words: int, wpp: int) -> str:
     """@P@_blkall (every full channel pair of a block) and @P@_blk1 (an odd Cout's last
-    channel), with their portable twins."""
-    s, co = g.pairs, g.out_c
+    channel): ``mac`` the block's K (it leaves wp at the next pair's weights), ``x_words``
+    the K loop's end (words from x), ``wpp`` weight words per channel pair; the portable
+    twins call @P@_blkc."""
+    co = g.out_c
     full = co // 2
-    wpp = (2 if wide else 1) * s  # weight words per channel pair
     text = ""
     if full:
-        adv = [] if _loop_shape(s).loops else [_q(f"add %[wp], %[wp], #{4 * wpp}")]
         body = "\n        ".join(
-            ['"9:\\n\\t"', *mac_asm(s, wide), *adv, _q("str %[wp], %[ws]"),
+            ['"9:\\n\\t"', *mac, _q("str %[wp], %[ws]"),
              *rescale_asm(g, 2), _q("add %[xp], %[xp], #32"), _q("str %[xp], %[rq]"),
              _q("add %[wp], %[wp], #4"), _q("str %[wp], %[oq]"), _q("ldr %[xa], %[rend]"),
              _q("cmp %[xp], %[xa]"), _q("ldr %[wp], %[ws]"), _q("ldr %[xp], %[xq]"),
@@ -279,7 +304,7 @@ static inline __attribute__((always_inline)) void @P@_blkall(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int16_t *o)
 {{
 {_DECLS}
-    const uint32_t *const end = x + {PIXELS * s};
+    const uint32_t *const end = x + {x_words};
     const uint32_t *const x0 = x;
     const int32_t *const rend = r + {8 * full};
     const uint32_t *ws;
@@ -298,7 +323,7 @@ static inline __attribute__((always_inline)) void @P@_blkall(const uint32_t *x,
 #endif
 """
     if co % 2:
-        body = "\n        ".join([*mac_asm(s, wide), *rescale_asm(g, 1)])
+        body = "\n        ".join([*mac, *rescale_asm(g, 1)])
         text += f"""
 #if EDGENN_HAVE_DSP
 /* the last channel of an odd Cout (its pair's second channel has zero weights) */
@@ -306,7 +331,7 @@ static inline __attribute__((always_inline)) void @P@_blk1(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int16_t *o)
 {{
 {_DECLS}
-    const uint32_t *end = x + {PIXELS * s};
+    const uint32_t *end = x + {x_words};
     __asm__ volatile(
         {body}
         : CGEMM_OPERANDS
@@ -320,16 +345,16 @@ static inline __attribute__((always_inline)) void @P@_blk1(const uint32_t *x,
     return text
 
 
-def _portable_fn(g: Geometry, wide: bool) -> str:
-    """@P@_blkc: the block's sums and rescale in C (cores without the DSP extension)."""
+def portable_fn(g: Geometry, wide: bool, xword: str) -> str:
+    """@P@_blkc: the block's sums and rescale in C (cores without the DSP extension);
+    ``xword``: C of pixel j's k pair p (an uint32_t)."""
     s, co = g.pairs, g.out_c
     if wide:
         step = ("for (int h = 0; h < 2; h++) acc[2 * j + h] = "
-                "edgenn_smlad(x[4 * p + j], w[2 * p + h], acc[2 * j + h]);")
+                "edgenn_smlad(xv, w[2 * p + h], acc[2 * j + h]);")
     else:
-        step = ("acc[2 * j] = edgenn_smlad(x[4 * p + j], edgenn_sxtb16(w[p]), acc[2 * j]); "
-                "acc[2 * j + 1] = edgenn_smlad(x[4 * p + j], edgenn_sxtb16(w[p] >> 8), "
-                "acc[2 * j + 1]);")
+        step = ("acc[2 * j] = edgenn_smlad(xv, edgenn_sxtb16(w[p]), acc[2 * j]); "
+                "acc[2 * j + 1] = edgenn_smlad(xv, edgenn_sxtb16(w[p] >> 8), acc[2 * j + 1]);")
     return f"""#if !EDGENN_HAVE_DSP
 static inline __attribute__((always_inline)) void @P@_blkc(const uint32_t *x,
     const uint32_t *w, const int32_t *r, int16_t *o, int nch)
@@ -337,7 +362,10 @@ static inline __attribute__((always_inline)) void @P@_blkc(const uint32_t *x,
     int32_t acc[8];
     for (int j = 0; j < 8; j++) acc[j] = r[4 * (j & 1)];
     for (int p = 0; p < {s}; p++)
-        for (int j = 0; j < {PIXELS}; j++) {{ {step} }}
+        for (int j = 0; j < {PIXELS}; j++) {{
+            const uint32_t xv = {xword};
+            {step}
+        }}
     for (int j = 0; j < {PIXELS}; j++)
         for (int h = 0; h < nch; h++) o[j * {co} + h] = @P@_out(acc[2 * j + h], r + 4 * h, 0);
 }}
@@ -364,9 +392,9 @@ def generate(g: Geometry, out_fn: str, wide: bool) -> str:
 
 {out_fn}
 
-{_portable_fn(g, wide)}
+{portable_fn(g, wide, "x[4 * p + j]")}
 
-{_block_fns(g, wide)}
+{block_fns(g, patch_mac(s, wide), PIXELS * s, wpp)}
 
 static void @P@_conv(const int16_t *in, int16_t *out, void *scratch, const uint32_t *w0,
     const int32_t *r0)

@@ -1,0 +1,171 @@
+"""The padded-input form of the FOLDED 16x8 Conv2D (``conv_s16_folded``) for windows of few
+elements a row (first layers: one or a few input channels).
+
+Why: with a short window the patch costs as much as the MACs it feeds. A 3x3 conv of one
+input channel has 5 k pairs a pixel; copying them (one of them across two rows, two LDRH
+and an ORR) and gathering the border windows costs ~36 cycles a pixel, against ~20 cycles of
+MACs a pixel and channel pair. Here the input is copied once per inference into a
+zero-padded plane (scratch) whose rows hold every window row the outputs read, and the 4
+pixels of a block (adjacent in one output row) read their int16 pairs straight from it:
+k pair (ky, q) of pixel j is the (possibly unaligned) word at
+``plane + 2 (ky dil_h row + 2 q + j stride_w Cin)`` bytes, an immediate offset. Each window
+row is padded to an even length (the pad element's weight is 0, so whatever it reads adds
+0), so a row of 3 taps costs a k pair more than the patch's packing, and no copy at all.
+
+Taken only where the plane fits the scratch the patch would be allowed (``SMALL_SCRATCH`` or
+the arena's room), the output rows are at least a block wide, the code is straight-line
+(few k pairs) and the extra k pairs cost less than the patch copies they save
+(:func:`worth_it`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import numpy as np
+
+from edgenn.backends.cortexm.kernels.conv_s16_folded import (
+    MAX_STORE,
+    block_fns,
+    direct_mac,
+    portable_fn,
+    weights,
+)
+from edgenn.backends.cortexm.kernels.conv_s16_gemm import PIXELS, SMALL_SCRATCH, Geometry
+
+MAX_PAIRS = 40  # k pairs emitted straight (~56 bytes of code each, inside the channel loop)
+MAX_OFFSET = 4095  # LDR immediate
+
+
+def row_pairs(g: Geometry) -> int:
+    """k pairs of one window row (padded to even)."""
+    return (g.k_w * g.in_c + 1) // 2
+
+
+def plane(g: Geometry) -> tuple[int, int, int, int]:
+    """(rows, row length, first element, elements) of the padded plane: rows and columns of
+    every window, each row an even number of elements (word-aligned rows), the input's
+    first column at an even element, 2 spare elements for the last pad element's read."""
+    rows = (g.out_h - 1) * g.stride_h + (g.k_h - 1) * g.dil_h + 1
+    cols = (g.out_w - 1) * g.stride_w + g.k_w
+    length = cols * g.in_c + (cols * g.in_c) % 2
+    base = (g.pad_l * g.in_c) % 2
+    total = base + rows * length + 2
+    return rows, length, base, total + total % 2
+
+
+def scratch_bytes(g: Geometry) -> int:
+    return 2 * plane(g)[3]
+
+
+def offsets(g: Geometry) -> list[int]:
+    """Byte offset of every k pair of pixel 0 from its window's first element."""
+    _, length, _, _ = plane(g)
+    return [2 * (ky * g.dil_h * length + 2 * q) for ky in range(g.k_h)
+            for q in range(row_pairs(g))]
+
+
+def worth_it(g: Geometry) -> bool:
+    """The extra k pairs of the padded rows (16 cycles each a block and channel pair) against
+    the patch copies of a block (about 4 (3 pairs + 30) cycles, measured on the 3x3 1->8
+    layer), the plane's copy aside."""
+    extra = g.k_h * row_pairs(g) - g.pairs
+    return 16 * extra * -(-g.out_c // 2) < 4 * (3 * g.pairs + 30)
+
+
+def fits(g: Geometry, room: int) -> bool:
+    if g.dil_w != 1 or g.out_w < PIXELS or g.k_h * row_pairs(g) > MAX_PAIRS:
+        return False
+    step = 2 * g.stride_w * g.in_c
+    if max(offsets(g)) + (PIXELS - 1) * step > MAX_OFFSET or 2 * (3 * g.out_c + 1) > MAX_STORE:
+        return False
+    return scratch_bytes(g) <= max(SMALL_SCRATCH, room) and worth_it(g)
+
+
+def row_weights(w: np.ndarray, g: Geometry) -> np.ndarray:
+    """int8 [Cout, K] -> widened words of the padded rows' k pairs (pad elements 0)."""
+    co = w.shape[0]
+    row = g.k_w * g.in_c
+    padded = np.zeros((co, g.k_h, 2 * row_pairs(g)), np.int64)
+    padded[:, :, :row] = w.reshape(co, g.k_h, row)
+    return weights(padded.reshape(co, -1), True)
+
+
+def _fill(g: Geometry) -> str:
+    """C zeroing the plane, then copying the input rows the windows read into it."""
+    rows, length, base, total = plane(g)
+    cols = (g.out_w - 1) * g.stride_w + g.k_w
+    y0 = g.pad_t
+    y1 = min(rows, g.pad_t + g.in_h)  # plane rows holding input rows
+    n = min(g.in_w, cols - g.pad_l) * g.in_c  # elements of an input row that windows read
+    first = base + y0 * length + g.pad_l * g.in_c  # even: rows and their starts word-aligned
+    tail = f"\n        d[{n - 1}] = s[{n - 1}];" if n % 2 else ""
+    return f"""    uint32_t *z = (uint32_t *)scratch;
+    for (int i = 0; i < {total // 2}; i++) z[i] = 0;
+    for (int y = {y0}; y < {y1}; y++) {{
+        const int16_t *s = in + (y - {y0}) * {g.in_w * g.in_c};
+        int16_t *d = (int16_t *)scratch + {first} + (y - {y0}) * {length};
+        for (int i = 0; i < {n // 2}; i++) ((uint32_t *)(void *)d)[i] = edgenn_s16_load32(s + 2 * i);{tail}
+    }}"""
+
+
+def generate(g: Geometry, out_fn: str) -> str:
+    """The layer's C (``@P@`` = a name shared by layers whose code is the same)."""
+    co = g.out_c
+    _, length, base, _ = plane(g)
+    offs = offsets(g)
+    step = 2 * g.stride_w * g.in_c
+    wpp = 2 * len(offs)
+    mac = direct_mac(offs, step)
+    gp = replace(g, k_w=2 * row_pairs(g), in_c=1)  # pairs = len(offs)
+    table = ", ".join(str(o // 2) for o in offs)
+    xword = (f"edgenn_s16_load32((const int16_t *)(const void *)x + off[p] + j * {step // 2})")
+    portable = portable_fn(gp, True, xword).replace(
+        "    int32_t acc[8];", f"    static const int16_t off[] = {{{table}}};\n    int32_t acc[8];")
+    full = co // 2
+    calls = []
+    if full:
+        calls.append("            @P@_blkall(x, w0, r0, o);")
+    if co % 2:
+        calls.append(f"            @P@_blk1(x, w0 + {full * wpp}, r0 + {8 * full}, "
+                     f"o + {2 * full});")
+    call_code = "\n".join(calls)
+    return f"""
+/* conv_s16_gemm FOLDED, padded plane: {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co},
+ * {g.k_h}x{g.k_w}, stride {g.stride_h},{g.stride_w}, dilation {g.dil_h},{g.dil_w},
+ * {len(offs)} k pairs, widened weights */
+{out_fn}
+
+{portable}
+
+{block_fns(g, mac, 0, wpp)}
+
+static void @P@_conv(const int16_t *in, int16_t *out, void *scratch, const uint32_t *w0,
+    const int32_t *r0)
+{{
+{_fill(g)}
+    const int16_t *pl = (const int16_t *)scratch + {base};
+    for (int oy = 0; oy < {g.out_h}; oy++) {{
+        const int16_t *row = pl + oy * {g.stride_h * length};
+        int16_t *orow = out + oy * {g.out_w * co};
+        for (int xa = 0; xa < {g.out_w}; xa += {PIXELS}) {{
+            const int ox = xa < {g.out_w - PIXELS} ? xa : {g.out_w - PIXELS};
+            const uint32_t *x = (const uint32_t *)(const void *)(row + ox * {step // 2});
+            int16_t *o = orow + ox * {co};
+{call_code}
+        }}
+    }}
+}}
+"""
+
+
+def shared_code(g: Geometry, out_fn: str) -> str:
+    """The generated functions under a name derived from their text, defined once per model."""
+    body = generate(g, out_fn)
+    name = "cs16r_" + hashlib.sha1(body.encode()).hexdigest()[:12]
+    guard = name.upper() + "_DEFINED"
+    return (f"#ifndef {guard}\n#define {guard}\n{body.replace('@P@', name)}\n#endif\n\n"
+            "static inline __attribute__((always_inline)) void @P@_conv(const int16_t *in, "
+            "int16_t *out, void *scratch)\n{\n"
+            f"    {name}_conv(in, out, scratch, @P@_w, @P@_quant);\n}}\n")
