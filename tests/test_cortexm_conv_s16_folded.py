@@ -1,0 +1,149 @@
+"""The FOLDED forms of the fast 16x8 Conv2D (``conv_s16_folded``: the patch with widened or,
+in compact code, int8 weights; ``conv_s16_rows``: blocks reading a zero-padded copy of the
+input) on the emulated Cortex-M4 against TFLite Micro (the layers exported to one .tflite)
+and the reference runtime.
+
+Seeded layers of the forms' shapes (one or a few input channels, strides, row dilation,
+padding on every side, odd Cout, every fused activation, a K loop with a row loop) and
+layers whose constants or shapes defeat their proofs: an int64 bias past int32 and a bias
+that fits int32 but not beside the largest sum (``fold`` fails both: the general one-SMLAL
+rescale), an int32 bias (TFLite's wrapping sum), fewer than 4 output pixels. Each layer must
+take the form the test names, so every path runs."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from edgenn.api import compile_model
+from edgenn.backends.cortexm.codesize import compact_code
+from edgenn.backends.cortexm.kernels.conv_s16_gemm import ConvS16Gemm, Geometry
+from edgenn.backends.cortexm.kernels.conv_s16_rows import offsets, plane, row_weights
+from edgenn.backends.cortexm.targets import get_core
+from edgenn.ir import Activation, DType, Tensor
+from tests.test_cortexm_s16ops import S16_CONV, Layer, _big_bias, _check, _conv_like, _merge
+
+needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
+                               reason="no arm-none-eabi-gcc")
+A = Activation
+CASES = [  # kind, x shape, w shape, bias, attrs
+    ("rows", (1, 12, 12, 1), (8, 3, 3, 1), DType.INT64, dict(pads=(1, 1, 1, 1), activation=A.RELU)),
+    ("rows", (1, 12, 13, 1), (5, 3, 3, 1), DType.INT64, dict(strides=(2, 2), pads=(1, 1, 0, 0))),
+    ("rows", (1, 9, 10, 2), (6, 3, 3, 2), None,
+     dict(dilations=(2, 1), pads=(2, 1, 2, 1), activation=A.RELU6)),
+    ("rows", (1, 6, 16, 1), (4, 1, 5, 1), DType.INT64,
+     dict(pads=(0, 2, 0, 2), activation=A.RELU_N1_TO_1)),
+    ("rows", (1, 10, 10, 3), (7, 3, 3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    ("rows", (1, 7, 9, 1), (3, 2, 4, 1), DType.INT64, dict(strides=(1, 2), pads=(0, 1, 1, 2))),
+    ("patch", (1, 6, 6, 16), (9, 3, 3, 16), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    ("patch", (1, 5, 9, 8), (6, 2, 3, 8), DType.INT64,
+     dict(dilations=(1, 2), pads=(0, 1, 1, 1), activation=A.RELU6)),
+    ("patch", (1, 4, 4, 40), (6, 3, 3, 40), DType.INT64,
+     dict(pads=(1, 1, 1, 1), activation=A.RELU)),  # K = 360: the K loop and the row loop
+    ("patch", (1, 2, 2, 3), (5, 2, 2, 3), DType.INT64, dict(pads=(1, 1, 0, 0))),  # 4 pixels
+    ("patch", (1, 9, 9, 16), (4, 3, 3, 16), DType.INT64,
+     dict(strides=(2, 2), activation=A.RELU)),  # no padding: no border window
+    ("big", (1, 12, 12, 1), (8, 3, 3, 1), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    ("big", (1, 6, 6, 16), (9, 3, 3, 16), DType.INT64, dict(pads=(1, 1, 1, 1))),
+    ("bound", (1, 5, 5, 10), (3, 4, 4, 10), DType.INT64, dict(pads=(1, 1, 2, 2))),
+    ("int32", (1, 12, 12, 1), (8, 3, 3, 1), DType.INT32, dict(pads=(1, 1, 1, 1))),
+    ("few", (1, 1, 3, 4), (5, 1, 3, 4), DType.INT64, dict(pads=(0, 1, 0, 1))),
+]
+
+
+def _bound(layer: Layer) -> Layer:
+    """Weights of |w| = 127 and biases of +-1.5e9: every sum fits int32 (WIDE32), the sum
+    started at the bias may not (no FOLDED)."""
+    w_name, b_name = layer.node.inputs[1], layer.node.inputs[2]
+    w = next(t for t in layer.tensors if t.name == w_name)
+    assert w.data is not None
+    signs = np.where(np.asarray(w.data) < 0, -1, 1)
+    co = w.shape[0]
+    b = 1_500_000_000
+    assert 32768 * 127 * (w.data.size // co) < 2**31 < 32768 * 127 * (w.data.size // co) + b
+    big = Tensor.const(w_name, (127 * signs).astype(np.int8), w.quant)
+    bias = Tensor.const(b_name, np.array([b, -b, b][:co] * (co // 3 + 1), np.int64)[:co])
+    layer.tensors = [big if t.name == w_name else bias if t.name == b_name else t
+                     for t in layer.tensors]
+    return layer
+
+
+def _layers() -> tuple[list[Layer], list[str]]:
+    rng = np.random.default_rng(2517)
+    out = []
+    for i, (kind, xs, ws, bias, attrs) in enumerate(CASES):
+        layer = _conv_like(i, "Conv2D", rng, DType.INT16, xs, ws, bias, S16_CONV,
+                           **{"strides": (1, 1), "dilations": (1, 1), "groups": 1,
+                              "activation": A.NONE, **attrs})
+        out.append(_big_bias(layer, rng) if kind == "big" else
+                   _bound(layer) if kind == "bound" else layer)
+    return out, [c[0] for c in CASES]
+
+
+def _comments(layers: list[Layer]) -> list[str]:
+    graph, _ = _merge(layers)
+    core = get_core("cortex-m4")
+    return [ConvS16Gemm().prepare(la.node, graph, core).comment for la in layers]
+
+
+@needs_arm
+def test_folded_forms_and_their_fallbacks_match_tflm_and_ref() -> None:
+    tflm = pytest.importorskip("edgenn.oracles.tflm")
+    pytest.importorskip("tflite_micro")
+    from edgenn.export import export_tflite
+
+    layers, kinds = _layers()
+    for kind, comment in zip(kinds, _comments(layers), strict=True):
+        assert ("zero-padded" in comment) == (kind == "rows"), (kind, comment)
+        assert ("one-SMMULR" in comment) == (kind in ("rows", "patch")), (kind, comment)
+        assert ("widened" in comment) == (kind in ("rows", "patch")), (kind, comment)
+    _check(layers)  # every layer on edgenn_conv_s16_gemm_dsp, cortex-m4 == ref
+    graph, xs = _merge(layers)
+    want = tflm.tflm_run(export_tflite(graph), *xs)
+    got = compile_model(graph, "cortex-m4").run(*xs)
+    for layer, g, w in zip(layers, got, want, strict=True):
+        assert g.shape == w.shape and int((g != w.reshape(g.shape)).sum()) == 0, layer.node
+
+
+@needs_arm
+def test_compact_code_keeps_int8_weights_and_matches_ref() -> None:
+    layers, kinds = _layers()
+    with compact_code():
+        comments = _comments(layers)
+        for kind, comment in zip(kinds, comments, strict=True):
+            assert "widened" not in comment and "zero-padded" not in comment, (kind, comment)
+            assert ("one-SMMULR" in comment) == (kind in ("rows", "patch")), (kind, comment)
+        graph, xs = _merge(layers)
+        got = compile_model(graph, "cortex-m4").run(*xs)
+    want = compile_model(graph, "ref").run(*xs)
+    for layer, g, w in zip(layers, got, want, strict=True):
+        assert g.shape == w.shape and int((g != w).sum()) == 0, layer.node
+
+
+def test_padded_rows_read_every_window_element_once() -> None:
+    """The plane's k pairs of each pixel cover exactly its window's elements (pad elements
+    carry weight 0), at the offsets the layer's weights are laid out for."""
+    g = Geometry(in_h=7, in_w=9, in_c=3, out_h=4, out_w=5, out_c=2, k_h=2, k_w=3, stride_h=2,
+                 stride_w=2, dil_h=2, dil_w=1, pad_t=1, pad_l=1, pad_b=0, pad_r=1, groups=1,
+                 lo=-32768, hi=32767)
+    rows, length, base, total = plane(g)
+    assert length % 2 == 0 and (base + g.pad_l * g.in_c) % 2 == 0
+    w = np.arange(1, 1 + g.out_c * g.k).reshape(g.out_c, g.k) % 100
+    words = row_weights(w.astype(np.int8), g).reshape(1, -1, 2)  # [k pair][channel]
+    for c in range(g.out_c):
+        seen = {}
+        for p, off in enumerate(offsets(g)):
+            for half in (0, 1):
+                e = off // 2 + half  # element from the window's first, in the plane
+                wv = int(np.int16((int(words[0, p, c]) >> (16 * half)) & 0xFFFF))
+                if wv:
+                    seen[(e // length, e % length)] = wv
+        want = {(ky * g.dil_h, kx * g.in_c + ci): int(w[c, (ky * g.k_w + kx) * g.in_c + ci])
+                for ky in range(g.k_h) for kx in range(g.k_w) for ci in range(g.in_c)}
+        assert seen == want
+    # the farthest element a pixel's last pair reads lies inside the plane
+    far = max(base + (oy * g.stride_h * length + ox * g.stride_w * g.in_c) + off // 2 + 1
+              for oy in range(g.out_h) for ox in range(g.out_w) for off in offsets(g))
+    assert rows * length + base <= total and far < total
