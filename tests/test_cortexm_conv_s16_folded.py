@@ -20,7 +20,12 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import ConvS16Gemm, Geometry
-from edgenn.backends.cortexm.kernels.conv_s16_rows import offsets, plane, row_weights
+from edgenn.backends.cortexm.kernels.conv_s16_rows import (
+    block_plane,
+    offsets,
+    plane,
+    row_weights,
+)
 from edgenn.backends.cortexm.targets import get_core
 from edgenn.ir import Activation, DType, Tensor
 from tests.test_cortexm_s16ops import S16_CONV, Layer, _big_bias, _check, _conv_like, _merge
@@ -95,7 +100,11 @@ def test_folded_forms_and_their_fallbacks_match_tflm_and_ref() -> None:
     from edgenn.export import export_tflite
 
     layers, kinds = _layers()
-    for kind, comment in zip(kinds, _comments(layers), strict=True):
+    comments = _comments(layers)
+    # both forms of the rows: the whole plane where the arena has room, direct reads else
+    assert sum("zero-padded copy" in c for c in comments) >= 2
+    assert sum("input rows directly" in c for c in comments) >= 2
+    for kind, comment in zip(kinds, comments, strict=True):
         assert ("zero-padded" in comment) == (kind == "rows"), (kind, comment)
         assert ("one-SMMULR" in comment) == (kind in ("rows", "patch")), (kind, comment)
         assert ("widened" in comment) == (kind in ("rows", "patch")), (kind, comment)
@@ -122,9 +131,10 @@ def test_compact_code_keeps_int8_weights_and_matches_ref() -> None:
         assert g.shape == w.shape and int((g != w).sum()) == 0, layer.node
 
 
-def test_padded_rows_read_every_window_element_once() -> None:
-    """The plane's k pairs of each pixel cover exactly its window's elements (pad elements
-    carry weight 0), at the offsets the layer's weights are laid out for."""
+def test_direct_rows_read_every_window_element_once() -> None:
+    """The k pairs of each pixel cover exactly its window's elements (pad elements carry
+    weight 0), at the offsets the layer's weights are laid out for, in the input, the whole
+    plane and a border block's plane; the farthest element read lies inside the plane."""
     g = Geometry(in_h=7, in_w=9, in_c=3, out_h=4, out_w=5, out_c=2, k_h=2, k_w=3, stride_h=2,
                  stride_w=2, dil_h=2, dil_w=1, pad_t=1, pad_l=1, pad_b=0, pad_r=1, groups=1,
                  lo=-32768, hi=32767)
@@ -132,18 +142,23 @@ def test_padded_rows_read_every_window_element_once() -> None:
     assert length % 2 == 0 and (base + g.pad_l * g.in_c) % 2 == 0
     w = np.arange(1, 1 + g.out_c * g.k).reshape(g.out_c, g.k) % 100
     words = row_weights(w.astype(np.int8), g).reshape(1, -1, 2)  # [k pair][channel]
-    for c in range(g.out_c):
-        seen = {}
-        for p, off in enumerate(offsets(g)):
-            for half in (0, 1):
-                e = off // 2 + half  # element from the window's first, in the plane
-                wv = int(np.int16((int(words[0, p, c]) >> (16 * half)) & 0xFFFF))
-                if wv:
-                    seen[(e // length, e % length)] = wv
-        want = {(ky * g.dil_h, kx * g.in_c + ci): int(w[c, (ky * g.k_w + kx) * g.in_c + ci])
-                for ky in range(g.k_h) for kx in range(g.k_w) for ci in range(g.in_c)}
-        assert seen == want
-    # the farthest element a pixel's last pair reads lies inside the plane
-    far = max(base + (oy * g.stride_h * length + ox * g.stride_w * g.in_c) + off // 2 + 1
-              for oy in range(g.out_h) for ox in range(g.out_w) for off in offsets(g))
+    blk_len, blk_total = block_plane(g)
+    for row, dil in ((g.in_w * g.in_c, g.dil_h), (length, g.dil_h), (blk_len, 1)):
+        for c in range(g.out_c):
+            seen = {}
+            for p, off in enumerate(offsets(g, row, dil)):
+                for half in (0, 1):
+                    e = off // 2 + half  # element from the window's first
+                    wv = int(np.int16((int(words[0, p, c]) >> (16 * half)) & 0xFFFF))
+                    if wv:
+                        seen[(e // row, e % row)] = wv
+            want = {(ky * dil, kx * g.in_c + ci): int(w[c, (ky * g.k_w + kx) * g.in_c + ci])
+                    for ky in range(g.k_h) for kx in range(g.k_w) for ci in range(g.in_c)}
+            assert seen == want
+    step = g.stride_w * g.in_c
+    far = max(base + oy * g.stride_h * length + ox * step + off // 2 + 1
+              for oy in range(g.out_h) for ox in range(g.out_w)
+              for off in offsets(g, length, g.dil_h))
     assert rows * length + base <= total and far < total
+    far_blk = max(3 * step + off // 2 + 1 for off in offsets(g, blk_len, 1))
+    assert far_blk < blk_total

@@ -85,7 +85,8 @@ def _copy_fn(name: str, offs: np.ndarray, n: int, loop: tuple[int, int, int] | N
         rows, sstep, dstep = loop
         lines.append(f"    for (int r = 0; r < {rows}; r++, s += {sstep}, d += {dstep}) {{")
         ind = "        "
-    words, others = [], []
+    words: list[int] = []
+    others: list[int] = []
     for p in range((n + 1) // 2):
         e0, e1 = 2 * p, 2 * p + 1
         (words if e1 < n and offs[e1] == offs[e0] + 1 else others).append(p)

@@ -380,21 +380,23 @@ class ConvS16Gemm:
         w = p.w.reshape(co, -1).astype(np.int8)
         # why imported here: pointwise_s16 and conv_s16_folded import this module
         from edgenn.backends.cortexm.kernels import conv_s16_folded as folded
-        from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
         from edgenn.backends.cortexm.kernels import conv_s16_rows as rows
+        from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
         fmode, fquant = fold(p, mode, quant)
-        if fmode == FOLDED and folded.widened() and rows.fits(g, arena_room(node, graph)):
+        if fmode == FOLDED and folded.widened() and rows.fits(g):
+            whole = rows.whole_plane(g, arena_room(node, graph))
+            how = ("on a zero-padded copy of the input" if whole else
+                   "reading the input rows directly (border blocks: a zero-padded plane)")
             return KernelCall(
                 call=generated("conv", self.name, IN0, OUT0, SCRATCH),
                 sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
                 arrays=(CArray("w", "uint32_t", rows.row_weights(w, g)),
                         CArray("quant", "int32_t", fquant)),
-                scratch_bytes=rows.scratch_bytes(g),
+                scratch_bytes=rows.scratch_bytes(g, whole),
                 comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
                         f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks "
-                        "on a zero-padded copy of the input, widened weights, bias in the "
-                        "sum, one-SMMULR rescale in asm",
-                code=rows.shared_code(g, folded_fn(g)),
+                        f"{how}, widened weights, bias in the sum, one-SMMULR rescale in asm",
+                code=rows.shared_code(g, folded_fn(g), whole),
             )
         if fmode == FOLDED and folded.fits(g):
             wide = folded.widened()
