@@ -42,6 +42,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import PIXELS, Geometry
 
 MAX_PAIRS = 40  # k pairs emitted straight (~56 bytes of code each, inside the channel loop)
 MAX_OFFSET = 4095  # LDR immediate
+GATHER_UNROLL = 48  # elements of a border block's row copied by straight code (~12 B each)
 
 
 def row_pairs(g: Geometry) -> int:
@@ -121,22 +122,26 @@ def _gather_fn(g: Geometry) -> str:
     cols = (PIXELS - 1) * g.stride_w + g.k_w
     ci = g.in_c
     n = cols * ci
+    zero = "\n".join(f"            ((uint32_t *)(void *)m)[{i}] = 0;" for i in range((n + 1) // 2))
+    # why unrolled: a border block's rows are short (6 elements for a 3x3 of one channel);
+    # loops with run-time bounds cost more in setup than the copies themselves
+    copy = "\n".join(f"        m[{e}] = {e} < a || {e} >= b ? 0 : s[{e}];" for e in range(n))
+    if n > GATHER_UNROLL:
+        zero = f"            for (int i = 0; i < {n}; i++) m[i] = 0;"
+        copy = (f"        for (int i = 0; i < {n}; i++) m[i] = i < a || i >= b ? 0 : s[i];")
     return f"""static void @P@_gather(const int16_t *in, int16_t *m, int iy0, int ix0)
 {{
-    /* the columns inside the input, the same for every row: zeros, a copy, zeros */
+    /* the elements inside the input, the same for every row: [a, b) */
     const int a = ix0 < 0 ? -ix0 * {ci} : 0;
     const int b = {g.in_w} - ix0 < {cols} ? ({g.in_w} - ix0) * {ci} : {n};
     for (int ky = 0; ky < {g.k_h}; ky++, m += {length}) {{
         const int iy = iy0 + ky * {g.dil_h};
         if (iy < 0 || iy >= {g.in_h}) {{
-            for (int i = 0; i < {n}; i++) m[i] = 0;
+{zero}
             continue;
         }}
         const int16_t *s = in + (iy * {g.in_w} + ix0) * {ci};
-        int i = 0;
-        for (; i < a; i++) m[i] = 0;
-        for (; i < b; i++) m[i] = s[i];
-        for (; i < {n}; i++) m[i] = 0;
+{copy}
     }}
 }}"""
 
