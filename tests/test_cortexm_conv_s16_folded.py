@@ -8,16 +8,21 @@ padding on every side, odd Cout, every fused activation, a K loop with a row loo
 layers whose constants or shapes defeat their proofs: an int64 bias past int32 and a bias
 that fits int32 but not beside the largest sum (``fold`` fails both: the general one-SMLAL
 rescale), an int32 bias (TFLite's wrapping sum), fewer than 4 output pixels. Each layer must
-take the form the test names, so every path runs."""
+take the form the test names, so every path runs. The forms' portable twins (cores without
+the DSP extension) run on the host compiler."""
 
 from __future__ import annotations
 
+import ctypes
 import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edgenn.api import compile_model
+from edgenn.backends.cortexm.codegen.emit import array_decl
 from edgenn.backends.cortexm.codesize import compact_code
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import ConvS16Gemm, Geometry
 from edgenn.backends.cortexm.kernels.conv_s16_rows import (
@@ -30,6 +35,7 @@ from edgenn.backends.cortexm.targets import get_core
 from edgenn.ir import Activation, DType, Tensor
 from tests.test_cortexm_s16ops import S16_CONV, Layer, _big_bias, _check, _conv_like, _merge
 
+C_DIR = Path(__file__).resolve().parents[1] / "edgenn" / "backends" / "cortexm" / "c"
 needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None,
                                reason="no arm-none-eabi-gcc")
 A = Activation
@@ -164,3 +170,41 @@ def test_direct_rows_read_every_window_element_once() -> None:
     assert rows * length + base <= total and far < total
     far_blk = max(3 * step + off // 2 + 1 for off in offsets(g, blk_len, 1))
     assert far_blk < blk_total
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["fast", "compact"])
+def test_portable_twins_match_ref_on_the_host(tmp_path: Path, compact: bool) -> None:
+    """The forms' C for cores without the DSP extension (the ``#else`` twins of the asm),
+    compiled by the host compiler, against the reference runtime, one layer a graph."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no host C compiler")
+    layers, kinds = _layers()
+    picked = [la for la, k in zip(layers, kinds, strict=True) if k in ("rows", "patch")]
+    core = get_core("cortex-m4")
+    parts = ['#include "edgenn_conv_s8_gemm_dsp.h"\n#include "edgenn_conv_s16_mac.h"\n']
+    graphs, calls = [], []
+    for i, la in enumerate(picked):
+        graph, _ = _merge([la])
+        with compact_code(compact):
+            call = ConvS16Gemm().prepare(la.node, graph, core)
+        assert "one-SMMULR" in call.comment
+        parts += [array_decl(f"L{i}_{a.name}", a) for a in call.arrays]
+        parts.append(call.code.replace("@P@", f"L{i}"))
+        parts.append(f"void L{i}_run(const int16_t *in, int16_t *out, void *scratch)\n"
+                     f"{{ L{i}_conv(in, out, scratch); }}\n")
+        graphs.append(graph)
+        calls.append(call)
+    src, so = tmp_path / "layers.c", tmp_path / "layers.so"
+    src.write_text("\n".join(parts))
+    subprocess.run([cc, "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-unused-function", "-shared",
+                    "-fPIC", f"-I{C_DIR}", str(src), "-o", str(so)], check=True)
+    lib = ctypes.CDLL(str(so))
+    for i, (la, graph, call) in enumerate(zip(picked, graphs, calls, strict=True)):
+        x = la.x[:1]
+        out_t = graph.tensor(la.node.outputs[0])
+        out = np.zeros(out_t.shape, np.int16)
+        scratch = np.zeros(call.scratch_bytes // 4 + 1, np.uint32)
+        getattr(lib, f"L{i}_run")(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data),
+                                  ctypes.c_void_p(scratch.ctypes.data))
+        np.testing.assert_array_equal(out, compile_model(graph, "ref").run(x)[0], str(la.node))
