@@ -18,6 +18,12 @@ k pair) widened by SXTB16 / SXTB16 ROR 8 in registers. What differs from int8 is
 Border windows are gathered into a dense zero-padded window first (as conv_gemm does), then
 copied by the same loop. Layers with fewer than 4 output pixels repeat the last pixel in the
 spare slots and store only the real ones.
+
+That is the general code. Layers whose int64 bias plus the largest sum provably stays in
+int32 (``pointwise_s16.fold``) and with at least 4 output pixels take the FOLDED forms
+instead: the sums start at the biases and one SMMULR rescales them inside the asm, on
+widened weights (``conv_s16_folded``: the patch; ``conv_s16_rows``: no patch, for windows of
+few elements a row).
 """
 
 from __future__ import annotations
@@ -378,7 +384,7 @@ class ConvS16Gemm:
         ep = epilogue(p.requant, p.w)
         mode, quant, code = rescale(p)
         w = p.w.reshape(co, -1).astype(np.int8)
-        # why imported here: pointwise_s16 and conv_s16_folded import this module
+        # why imported here: pointwise_s16, conv_s16_folded and conv_s16_rows import this module
         from edgenn.backends.cortexm.kernels import conv_s16_folded as folded
         from edgenn.backends.cortexm.kernels import conv_s16_rows as rows
         from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
