@@ -49,7 +49,9 @@ CASES = [  # kind, x shape, w shape, bias, attrs
     ("rows", (1, 10, 10, 3), (7, 3, 3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),
     ("rows", (1, 7, 9, 1), (3, 2, 4, 1), DType.INT64, dict(strides=(1, 2), pads=(0, 1, 1, 2))),
     ("rows", (1, 6, 30, 6), (4, 2, 4, 6), DType.INT64,
-     dict(strides=(1, 2), pads=(1, 1, 0, 2), activation=A.RELU)),  # border rows of 60: a loop
+     dict(strides=(1, 2), pads=(1, 1, 0, 2), activation=A.RELU)),  # border rows: 30 words
+    ("rows", (1, 4, 40, 5), (3, 2, 7, 5), DType.INT64,
+     dict(strides=(1, 2), pads=(0, 3, 1, 3))),  # border rows of 65 odd elements: a loop
     ("patch", (1, 6, 6, 16), (9, 3, 3, 16), DType.INT64, dict(pads=(1, 1, 1, 1))),
     ("patch", (1, 5, 9, 8), (6, 2, 3, 8), DType.INT64,
      dict(dilations=(1, 2), pads=(0, 1, 1, 1), activation=A.RELU6)),

@@ -42,7 +42,7 @@ from edgenn.backends.cortexm.kernels.conv_s16_gemm import PIXELS, Geometry
 
 MAX_PAIRS = 40  # k pairs emitted straight (~56 bytes of code each, inside the channel loop)
 MAX_OFFSET = 4095  # LDR immediate
-GATHER_UNROLL = 48  # elements of a border block's row copied by straight code (~12 B each)
+GATHER_UNROLL = 48  # units (words, else elements) of a border row copied by straight code
 
 
 def row_pairs(g: Geometry) -> int:
@@ -125,10 +125,17 @@ def _gather_fn(g: Geometry) -> str:
     zero = "\n".join(f"            ((uint32_t *)(void *)m)[{i}] = 0;" for i in range((n + 1) // 2))
     # why unrolled: a border block's rows are short (6 elements for a 3x3 of one channel);
     # loops with run-time bounds cost more in setup than the copies themselves
-    copy = "\n".join(f"        m[{e}] = {e} < a || {e} >= b ? 0 : s[{e}];" for e in range(n))
-    if n > GATHER_UNROLL:
+    if ci % 2 == 0:  # a and b are even: whole words (the row starts are word-aligned)
+        copy = "\n".join(
+            f"        ((uint32_t *)(void *)m)[{i}] = {2 * i} < a || {2 * i} >= b ? 0u : "
+            f"edgenn_s16_load32(s + {2 * i});" for i in range(n // 2))
+    else:
+        copy = "\n".join(f"        m[{e}] = {e} < a || {e} >= b ? 0 : s[{e}];" for e in range(n))
+    if (n // 2 if ci % 2 == 0 else n) > GATHER_UNROLL:
         zero = f"            for (int i = 0; i < {n}; i++) m[i] = 0;"
-        copy = (f"        for (int i = 0; i < {n}; i++) m[i] = i < a || i >= b ? 0 : s[i];")
+        copy = ("        int i = 0;\n        for (; i < a; i++) m[i] = 0;\n"
+                "        for (; i < b; i++) m[i] = s[i];\n"
+                f"        for (; i < {n}; i++) m[i] = 0;")
     return f"""static void @P@_gather(const int16_t *in, int16_t *m, int iy0, int ix0)
 {{
     /* the elements inside the input, the same for every row: [a, b) */
@@ -225,7 +232,7 @@ def _fill(g: Geometry) -> str:
     cols = (g.out_w - 1) * g.stride_w + g.k_w
     y0 = g.pad_t
     y1 = min(rows, g.pad_t + g.in_h)  # plane rows holding input rows
-    n = min(g.in_w, cols - g.pad_l) * g.in_c  # elements of an input row that windows read
+    n = max(0, min(g.in_w, cols - g.pad_l)) * g.in_c  # elements of an input row windows read
     first = base + y0 * length + g.pad_l * g.in_c  # even: rows and their starts word-aligned
     tail = f"\n        d[{n - 1}] = s[{n - 1}];" if n % 2 else ""
     return f"""    uint32_t *z = (uint32_t *)scratch;
