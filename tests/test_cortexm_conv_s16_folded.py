@@ -210,3 +210,33 @@ def test_portable_twins_match_ref_on_the_host(tmp_path: Path, compact: bool) -> 
         getattr(lib, f"L{i}_run")(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data),
                                   ctypes.c_void_p(scratch.ctypes.data))
         np.testing.assert_array_equal(out, compile_model(graph, "ref").run(x)[0], str(la.node))
+
+
+@needs_arm
+@pytest.mark.slow
+def test_random_few_channel_layers_match_ref() -> None:
+    """40 random layers of 1-4 input channels (the rows form's layers, some on the patch or
+    the general code), every padding, stride and row dilation, against ref: in one model
+    (where most have the arena room for the whole plane), then the first 10 of the rows form
+    alone (no room: direct reads, border blocks gathered)."""
+    rng = np.random.default_rng(2518)
+    layers = []
+    for i in range(40):
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 6))
+        st = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        dh = int(rng.integers(1, 3))
+        h = int(rng.integers((kh - 1) * dh + 1, 14))
+        w = int(rng.integers(kw + 3 * st[1], 24))
+        ci, co = int(rng.integers(1, 5)), int(rng.integers(1, 12))
+        layers.append(_conv_like(
+            i, "Conv2D", rng, DType.INT16, (1, h, w, ci), (co, kh, kw, ci),
+            [DType.INT64, None][int(rng.integers(0, 2))], S16_CONV, groups=1, strides=st,
+            dilations=(dh, 1), pads=tuple(int(v) for v in rng.integers(0, 3, 4)),
+            activation=[A.NONE, A.RELU, A.RELU6][int(rng.integers(0, 3))]))
+    comments = _comments(layers)
+    assert sum("zero-padded copy" in c for c in comments) >= 20
+    _check(layers)
+    alone = [la for la, c in zip(layers, comments, strict=True) if "zero-padded" in c][:10]
+    for la in alone:
+        assert "input rows directly" in _comments([la])[0]
+        _check([la])
