@@ -18,6 +18,12 @@ k pair) widened by SXTB16 / SXTB16 ROR 8 in registers. What differs from int8 is
 Border windows are gathered into a dense zero-padded window first (as conv_gemm does), then
 copied by the same loop. Layers with fewer than 4 output pixels repeat the last pixel in the
 spare slots and store only the real ones.
+
+That is the general code. Layers whose int64 bias plus the largest sum provably stays in
+int32 (``pointwise_s16.fold``) and with at least 4 output pixels take the FOLDED forms
+instead: the sums start at the biases and one SMMULR rescales them inside the asm, on
+widened weights (``conv_s16_folded``: the patch; ``conv_s16_rows``: no patch, for windows of
+few elements a row).
 """
 
 from __future__ import annotations
@@ -378,6 +384,40 @@ class ConvS16Gemm:
         ep = epilogue(p.requant, p.w)
         mode, quant, code = rescale(p)
         w = p.w.reshape(co, -1).astype(np.int8)
+        # why imported here: pointwise_s16, conv_s16_folded and conv_s16_rows import this module
+        from edgenn.backends.cortexm.kernels import conv_s16_folded as folded
+        from edgenn.backends.cortexm.kernels import conv_s16_rows as rows
+        from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
+        fmode, fquant = fold(p, mode, quant)
+        if fmode == FOLDED and folded.widened() and rows.fits(g):
+            whole = rows.whole_plane(g, arena_room(node, graph))
+            how = ("on a zero-padded copy of the input" if whole else
+                   "reading the input rows directly (border blocks: a zero-padded plane)")
+            return KernelCall(
+                call=generated("conv", self.name, IN0, OUT0, SCRATCH),
+                sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
+                arrays=(CArray("w", "uint32_t", rows.row_weights(w, g)),
+                        CArray("quant", "int32_t", fquant)),
+                scratch_bytes=rows.scratch_bytes(g, whole),
+                comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
+                        f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks "
+                        f"{how}, widened weights, bias in the sum, one-SMMULR rescale in asm",
+                code=rows.shared_code(g, folded_fn(g), whole),
+            )
+        if fmode == FOLDED and folded.fits(g):
+            wide = folded.widened()
+            return KernelCall(
+                call=generated("conv", self.name, IN0, OUT0, SCRATCH),
+                sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
+                arrays=(CArray("w", "uint32_t", folded.weights(w, wide)),
+                        CArray("quant", "int32_t", fquant)),
+                scratch_bytes=scratch_bytes(g),
+                comment=f"16x8 {g.in_h}x{g.in_w}x{g.in_c} -> {g.out_h}x{g.out_w}x{co}, "
+                        f"{g.k_h}x{g.k_w} stride {g.stride_h},{g.stride_w}: 4x2 SMLAD blocks"
+                        f"{' on widened weights' if wide else ''}, bias in the sum, "
+                        "one-SMMULR rescale in asm",
+                code=folded.shared_code(g, folded_fn(g), wide),
+            )
         return KernelCall(
             call=generated("conv", self.name, IN0, OUT0, SCRATCH),
             sources=("edgenn_conv_s8_gemm_dsp.h", "edgenn_conv_s16_mac.h"),
