@@ -23,6 +23,7 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import pack_weights, wide_records
 from edgenn.backends.cortexm.kernels.conv_transpose_gemm import axis_phases
+from edgenn.backends.cortexm.kernels.conv_transpose_s16_gemm import TransposeConvS16Gemm
 from edgenn.backends.cortexm.kernels.dwconv_s16_plane import DwConvS16Plane
 from edgenn.backends.cortexm.kernels.pointwise_s16 import PointwiseS16, group_weights
 from edgenn.backends.cortexm.selection import select_kernel
@@ -288,6 +289,24 @@ def test_conv_transpose_s16_gemm_matches_ref() -> None:
                          "edgenn_tconv_s16_gemm_dsp", strides=st, pads=pd, dilations=dl,
                          output_padding=op, groups=1, activation=acts[i])
               for i, (xs, ws, st, pd, dl, op) in enumerate(TCONV_CASES)]
+    n = len(layers)
+    # a crop past the kernel's reach: phase (r = 1) has a negative padding, no Conv2D node
+    layers.append(_conv_like(n, "TransposeConv2D", rng, DType.INT16, (1, 4, 5, 3),
+                             (4, 4, 4, 3), DType.INT64, "edgenn_tconv_s16_gemm_dsp",
+                             strides=(2, 2), pads=(3, 3, 1, 1), dilations=(1, 1),
+                             output_padding=(0, 0), groups=1, activation=Activation.RELU))
+    # an int64 bias past int32: no phase may start its sums at it (no FOLDED form)
+    layers.append(_big_bias(_conv_like(
+        n + 1, "TransposeConv2D", rng, DType.INT16, (1, 4, 4, 8), (6, 3, 3, 8), DType.INT64,
+        "edgenn_tconv_s16_gemm_dsp", strides=(2, 2), pads=(1, 1, 0, 0), dilations=(1, 1),
+        output_padding=(0, 0), groups=1, activation=Activation.NONE), rng))
+    graph, _ = _merge(layers)
+    comments = [TransposeConvS16Gemm().prepare(la.node, graph, get_core("cortex-m4")).comment
+                for la in layers]
+    # the phases run the Conv2D kernels the table selects, a negative padding conv_s16_gemm
+    assert any("edgenn_conv_s16_1x1_dsp" in c for c in comments)
+    assert any("edgenn_conv_s16_gemm_dsp" in c for c in comments)
+    assert "(conv_s16_gemm" in comments[n] or ", conv_s16_gemm" in comments[n]
     _check(layers)
 
 
