@@ -189,6 +189,8 @@ DW_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1)
     ((1, 5, 5, 12), (1, 1), None, dict(strides=(2, 2))),
     ((1, 3, 9, 4), (1, 4), DType.INT64,
      dict(dilations=(1, 2), pads=(0, 3, 0, 0), activation=Activation.RELU)),
+    # pairs apply, but 3 outputs a channel read 44 inputs: the planes would not repay
+    ((1, 11, 4, 4), (3, 4), DType.INT64, dict(strides=(3, 3))),
 ]
 
 
@@ -232,6 +234,7 @@ DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1; tap pairs alo
     ((1, 32, 8, 16), (9, 1), DType.INT64, dict(pads=(4, 0, 4, 0), activation=Activation.RELU)),
     ((1, 13, 3, 5), (9, 1), DType.INT64, dict(strides=(2, 1), pads=(4, 0, 3, 0))),
     ((1, 25, 5, 4), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # tall: transposed
+    ((1, 11, 4, 5), (3, 4), DType.INT64, dict(strides=(3, 3))),  # few outputs, C % 4: planes
 ]
 
 

@@ -52,6 +52,7 @@ from edgenn.backends.cortexm.kernels.depthwise import (
     steps_estimate,
     transposed,
 )
+from edgenn.backends.cortexm.kernels.dwconv_s16_gen import DwConvS16Gen
 from edgenn.backends.cortexm.kernels.pointwise_s16 import FOLDED, fold, folded_fn
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import DType, Graph, Node
@@ -60,6 +61,7 @@ from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
 
 MAX_TAPS = 64  # the tap loops are unrolled: bound the generated code
 NO = 4  # outputs a step (depthwise.py's C step)
+MIN_OUTPUTS = 16  # outputs a channel below which a strided layer stays on dwconv_s16_gen
 REGS = 13  # r0-r12 and lr less one: the registers an asm step may take (depthwise.asm_regs)
 
 
@@ -425,9 +427,17 @@ def _claims(node: Node, graph: Graph, core: Core) -> bool:
     if p.out_c != p.in_c or p.k_h * p.k_w > MAX_TAPS:
         return False
     # why: the tap pairs need two adjacent taps along the plane rows (either orientation)
-    if layout(p) is None:
+    if layout(p) is None or epilogue(p.requant, p.w).mode == WIDE64:
         return False
-    return epilogue(p.requant, p.w).mode != WIDE64
+    # why: the planes copy every input of a channel and pay a set-up per channel, while
+    # dwconv_s16_gen reads only the windows; a channel of few outputs reading many inputs
+    # (a large stride) does not repay the copy. Measured on 90 random claimed layers (the
+    # dwp sweep, seeds 45-47) against dwconv_s16_gen: the 10 slower ones (1.04-2.92x) had
+    # <= 15 outputs a channel and > 3.7 inputs an output; the kept ones run 0.58-0.98x (the
+    # rule also refuses one at 0.84x)
+    outs = p.out_h * p.out_w
+    few = outs < MIN_OUTPUTS and p.in_h * p.in_w > 3 * outs
+    return not (few and DwConvS16Gen().matches(node, graph, core))
 
 
 class DwConvS16Plane:
