@@ -29,7 +29,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from edgenn.backends.cortexm.ccall import IN0, OUT0, SCRATCH, generated, render_calls
+from edgenn.backends.cortexm.ccall import (
+    IN0,
+    OUT0,
+    SCRATCH,
+    Generated,
+    generated,
+    render_calls,
+    statements,
+)
 from edgenn.backends.cortexm.kernel import (
     CArray,
     KernelCall,
@@ -52,6 +60,7 @@ from edgenn.backends.cortexm.kernels.conv_transpose_gemm import (
     phase_pairs,
 )
 from edgenn.backends.cortexm.targets import Core
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node, Tensor
 from edgenn.prepared.conv import ConvS16Params, prepare_conv_s16
 
@@ -116,16 +125,20 @@ def phase_layer(node: Node, graph: Graph, py: AxisPhase, px: AxisPhase, i: int
 
 def _phase_call(node: Node, graph: Graph, core: Core, py: AxisPhase, px: AxisPhase, i: int
                 ) -> KernelCall | None:
-    """The selected Conv2D kernel's call of phase i (None: no Conv2D node, see
-    :func:`phase_layer`), or None when the table would give it the portable kernel."""
+    """The selected Conv2D kernel's call of phase i, or None: no Conv2D node (see
+    :func:`phase_layer`) or no generated kernel takes it."""
     made = phase_layer(node, graph, py, px, i)
     if made is None:
         return None
     conv, g = made
-    kernel = matching_kernel(conv, g, core)
-    if not kernel.name.endswith("_dsp"):  # the generated kernels only (not a portable loop)
+    try:
+        call = matching_kernel(conv, g, core).prepare(conv, g, core)
+    except UnsupportedOperatorError:
         return None
-    return kernel.prepare(conv, g, core)
+    # a library kernel (the portable loop, where the generated ones refuse the phase: their
+    # scratch bound on a one-layer graph is tighter) is slower than conv_s16_gemm directly
+    generated_fn = all(isinstance(c.symbol, Generated) for c in statements(call.call))
+    return call if generated_fn else None
 
 
 def _inline(call: KernelCall, i: int, buf: str) -> tuple[str, str, list[CArray]]:
