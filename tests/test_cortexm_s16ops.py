@@ -23,6 +23,7 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.kernels.conv_s16_gemm import pack_weights, wide_records
 from edgenn.backends.cortexm.kernels.conv_transpose_gemm import axis_phases
+from edgenn.backends.cortexm.kernels.conv_transpose_s16_gemm import TransposeConvS16Gemm
 from edgenn.backends.cortexm.kernels.dwconv_s16_plane import DwConvS16Plane
 from edgenn.backends.cortexm.kernels.pointwise_s16 import PointwiseS16, group_weights
 from edgenn.backends.cortexm.selection import select_kernel
@@ -179,13 +180,17 @@ def test_group_weights_order_blocks_by_k_pair() -> None:
 
 
 DW_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1)
-    # column stride / dilation > 1: left to dwconv_s16_gen by dwconv_s16_plane
-    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(strides=(1, 2), pads=(1, 1, 1, 1))),
+    # no tap pairs along either axis (dilated both ways, 1x1, a dilated 1xK): left to
+    # dwconv_s16_gen by dwconv_s16_plane
+    ((1, 8, 8, 16), (3, 3), DType.INT64,
+     dict(strides=(1, 2), dilations=(2, 2), pads=(2, 2, 2, 2))),
     ((1, 7, 6, 8), (3, 2), DType.INT32,
-     dict(strides=(2, 1), dilations=(1, 2), pads=(1, 0, 2, 1), activation=Activation.RELU6)),
-    ((1, 5, 5, 12), (5, 5), None, dict(strides=(2, 2), pads=(2, 2, 2, 2))),
+     dict(strides=(2, 1), dilations=(2, 2), pads=(1, 0, 2, 1), activation=Activation.RELU6)),
+    ((1, 5, 5, 12), (1, 1), None, dict(strides=(2, 2))),
     ((1, 3, 9, 4), (1, 4), DType.INT64,
      dict(dilations=(1, 2), pads=(0, 3, 0, 0), activation=Activation.RELU)),
+    # pairs apply, but 3 outputs a channel read 44 inputs: the planes would not repay
+    ((1, 11, 4, 4), (3, 4), DType.INT64, dict(strides=(3, 3))),
 ]
 
 
@@ -199,13 +204,13 @@ def test_dwconv_s16_gen_matches_ref() -> None:
               for i, (xs, k, b, attrs) in enumerate(DW_CASES)]
     layers.append(_big_bias(_conv_like(
         len(layers), "Conv2D", rng, DType.INT16, (1, 4, 4, 8), (8, 3, 3, 1), DType.INT64,
-        "edgenn_dwconv_s16_gen_dsp", strides=(1, 2), dilations=(1, 1), pads=(1, 1, 1, 1),
+        "edgenn_dwconv_s16_gen_dsp", strides=(1, 2), dilations=(2, 2), pads=(2, 2, 2, 2),
         groups=8, activation=Activation.NONE), rng))
     _check(layers)
 
 
 S16_DWP = "edgenn_dwconv_s16_plane_dsp"
-DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1, column stride 1, undilated)
+DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1; tap pairs along an axis)
     ((1, 8, 8, 16), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # mbv3_int16's layer
     ((1, 8, 8, 16), (3, 3), DType.INT32, dict(activation=Activation.RELU6)),  # no padding
     ((1, 4, 13, 6), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # paired trip + 2 steps
@@ -215,6 +220,21 @@ DWP_CASES = [  # x shape, kernel, bias, attrs (depth multiplier 1, column stride
     ((1, 3, 9, 4), (1, 4), DType.INT64, dict(pads=(0, 3, 0, 0), activation=Activation.RELU)),
     ((1, 5, 3, 7), (3, 2), DType.INT64, dict(pads=(1, 1, 1, 0))),  # rows of one step
     ((1, 4, 4, 2), (3, 3), DType.INT32, dict(pads=(1, 1, 1, 1))),  # two channels
+    # column stride 2: 5 words a kernel row for 4 outputs, the asm loads them in groups
+    ((1, 8, 8, 16), (3, 3), DType.INT64, dict(strides=(1, 2), pads=(1, 1, 1, 1))),
+    ((1, 9, 11, 5), (3, 3), DType.INT64,
+     dict(strides=(2, 2), pads=(1, 1, 1, 1), activation=Activation.RELU)),  # USAT 15
+    ((1, 5, 5, 12), (5, 5), None, dict(strides=(2, 2), pads=(2, 2, 2, 2))),
+    ((1, 6, 9, 4), (3, 3), DType.INT64,  # the asm clamp's CMP bounds
+     dict(strides=(1, 2), pads=(1, 1, 1, 1), activation=Activation.RELU_N1_TO_1)),
+    ((1, 6, 8, 6), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1), activation=Activation.RELU6)),
+    # no pairs along the rows (dilated, one tap wide): the planes hold the input transposed
+    ((1, 7, 6, 8), (3, 2), DType.INT32,
+     dict(strides=(2, 1), dilations=(1, 2), pads=(1, 0, 2, 1), activation=Activation.RELU6)),
+    ((1, 32, 8, 16), (9, 1), DType.INT64, dict(pads=(4, 0, 4, 0), activation=Activation.RELU)),
+    ((1, 13, 3, 5), (9, 1), DType.INT64, dict(strides=(2, 1), pads=(4, 0, 3, 0))),
+    ((1, 25, 5, 4), (3, 3), DType.INT64, dict(pads=(1, 1, 1, 1))),  # tall: transposed
+    ((1, 11, 4, 5), (3, 4), DType.INT64, dict(strides=(3, 3))),  # few outputs, C % 4: planes
 ]
 
 
@@ -231,10 +251,12 @@ def test_dwconv_s16_plane_matches_ref() -> None:
         S16_DWP, strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1), groups=8,
         activation=Activation.NONE), rng))
     graph, _ = _merge(layers)
-    codes = [DwConvS16Plane().prepare(la.node, graph, get_core("cortex-m4")).code
-             for la in layers]
-    assert sum("__asm__" in c for c in codes) >= 3  # the asm steps (FOLDED, no clamp)
+    calls = [DwConvS16Plane().prepare(la.node, graph, get_core("cortex-m4")) for la in layers]
+    codes = [call.code for call in calls]
+    assert sum("__asm__" in c for c in codes) >= 6  # the asm steps (FOLDED)
+    assert sum("usat" in c for c in codes) >= 2 and sum("movgt" in c for c in codes) >= 2
     assert sum("__asm__" not in c for c in codes) >= 3  # the C steps
+    assert sum("down the columns" in call.comment for call in calls) >= 3  # transposed
     _check(layers)
 
 
@@ -270,6 +292,31 @@ def test_conv_transpose_s16_gemm_matches_ref() -> None:
                          "edgenn_tconv_s16_gemm_dsp", strides=st, pads=pd, dilations=dl,
                          output_padding=op, groups=1, activation=acts[i])
               for i, (xs, ws, st, pd, dl, op) in enumerate(TCONV_CASES)]
+    n = len(layers)
+    # a crop past the kernel's reach: phase (r = 1) has a negative padding, no Conv2D node
+    layers.append(_conv_like(n, "TransposeConv2D", rng, DType.INT16, (1, 4, 5, 3),
+                             (4, 4, 4, 3), DType.INT64, "edgenn_tconv_s16_gemm_dsp",
+                             strides=(2, 2), pads=(3, 3, 1, 1), dilations=(1, 1),
+                             output_padding=(0, 0), groups=1, activation=Activation.RELU))
+    # an int64 bias past int32: no phase may start its sums at it (no FOLDED form)
+    layers.append(_big_bias(_conv_like(
+        n + 1, "TransposeConv2D", rng, DType.INT16, (1, 4, 4, 8), (6, 3, 3, 8), DType.INT64,
+        "edgenn_tconv_s16_gemm_dsp", strides=(2, 2), pads=(1, 1, 0, 0), dilations=(1, 1),
+        output_padding=(0, 0), groups=1, activation=Activation.NONE), rng))
+    # K = 576: a one-layer graph's patch bound refuses the phase to the generated Conv2D
+    # kernels (the table gives the portable one): conv_s16_gemm directly
+    layers.append(_conv_like(n + 2, "TransposeConv2D", rng, DType.INT16, (1, 4, 4, 64),
+                             (4, 3, 3, 64), DType.INT64, "edgenn_tconv_s16_gemm_dsp",
+                             strides=(1, 1), pads=(1, 1, 1, 1), dilations=(1, 1),
+                             output_padding=(0, 0), groups=1, activation=Activation.NONE))
+    graph, _ = _merge(layers)
+    comments = [TransposeConvS16Gemm().prepare(la.node, graph, get_core("cortex-m4")).comment
+                for la in layers]
+    # the phases run the Conv2D kernels the table selects, the others conv_s16_gemm directly
+    assert any("edgenn_conv_s16_1x1_dsp" in c for c in comments)
+    assert any("edgenn_conv_s16_gemm_dsp" in c for c in comments)
+    direct = [i for i, c in enumerate(comments) if "(conv_s16_gemm" in c or ", conv_s16_gemm" in c]
+    assert n in direct and n + 2 in direct
     _check(layers)
 
 
@@ -397,10 +444,9 @@ def _random_layers(rng: np.random.Generator, kind: str, n: int) -> list[Layer]:
             c = 4 * int(rng.integers(1, 7))
             layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, c), (c, kh, kw, 1),
                                bias, kernels[kind], groups=c, **common)
-        elif kind == "dwp":  # column stride 1, undilated columns, kernels >= 2 wide
-            c, kw = int(rng.integers(2, 25)), max(kw, 2)
-            common.update(strides=(st[0], 1), dilations=(dl[0], 1))
-            w = max(w, kw)
+        elif kind == "dwp":  # any stride, one axis undilated
+            c = int(rng.integers(2, 25))
+            common.update(dilations=(dl[0], 1) if i % 2 else (1, dl[1]))
             layer = _conv_like(i, "Conv2D", rng, DType.INT16, (1, h, w, c), (c, kh, kw, 1),
                                bias, kernels[kind], groups=c, **common)
         else:

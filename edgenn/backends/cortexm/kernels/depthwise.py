@@ -85,6 +85,7 @@ from edgenn.backends.cortexm.kernels.fast_common import (
 from edgenn.backends.cortexm.kernels.read_channels import read_channels
 from edgenn.backends.cortexm.targets import Core
 from edgenn.ir import Graph, Node
+from edgenn.prepared.conv import ConvGeometry
 
 MAX_PLANE_BYTES = 24 * 1024  # why: the plane is arena scratch; larger layers stay portable
 MAX_TAPS = 64  # the tap loops are unrolled: bound the generated code
@@ -209,7 +210,7 @@ class Plan:
         return self.planes * self.ph * self.pw * 2
 
 
-def plane_shape(p: ConvParams) -> tuple[int, int]:
+def plane_shape(p: ConvGeometry) -> tuple[int, int]:
     """(rows, even row length) of the padded plane: every tap read and every input in it."""
     rows = max(p.pad_t + p.in_h, (p.out_h - 1) * p.stride_h + (p.k_h - 1) * p.dil_h + 1)
     # +2: the aligned word holding the last column may reach one entry further
@@ -269,10 +270,15 @@ def step_estimate(plan: Plan) -> float:
     constants, load-group first cycles, trip), per kernel row its weight loads and input
     words (~1.5 a word: the asm loads them in small groups); per output its multiplies and
     3 of requantization and store."""
-    p, rc = plan.p, plan.rc
-    nsteps, rest = divmod(p.out_w, plan.no)
+    return steps_estimate(plan.p, plan.no, plan.rc)
+
+
+def steps_estimate(p: ConvGeometry, no: int, rc: RowCode) -> float:
+    """:func:`step_estimate` of layer ``p`` run ``no`` outputs a step by row code ``rc`` (the
+    16x8 plane kernel's proxy too: its steps have the same structure)."""
+    nsteps, rest = divmod(p.out_w, no)
     total = 0.0
-    for n, count in ((plan.no, nsteps), (rest, 1 if rest else 0)):
+    for n, count in ((no, nsteps), (rest, 1 if rest else 0)):
         ops = [op for op in rc.ops if op[0] < n]
         words = {op[2] for op in ops}
         regs = {op[3] for op in ops}
