@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from edgenn.backends.cortexm import fit
 from edgenn.backends.cortexm.fit import Device
 from edgenn.cc.driver import DEFAULT_TIMEOUT_S, CompileError, find_tool, run_tool
+from edgenn.phases import phase
 
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.codegen.project import Project
@@ -33,7 +34,8 @@ def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int
     """Link; when the image overflows a memory region, link it once more against the probe
     map (``fit.probe_script``) and raise the one-line FitError with the bytes it needs."""
     try:
-        run_tool(cmd, what, cwd=cwd, timeout=timeout)
+        with phase("link"):
+            run_tool(cmd, what, cwd=cwd, timeout=timeout)
         return
     except CompileError as err:
         if not fit.overflowed(err.log):
@@ -68,8 +70,9 @@ def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
 
     def compile_one(job: tuple[str, str, list[str]]) -> None:
         src, obj, cflags = job
-        run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
-                 timeout=timeout)
+        with phase(f"cc {obj}"):
+            run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
+                     timeout=timeout)
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         list(pool.map(compile_one, jobs))
@@ -134,8 +137,9 @@ def build_project(project: Project, env_path: str | None = None,
     link_with = [project.library]
     if archive:
         (cwd / project.library).unlink(missing_ok=True)
-        run_tool([ar, "rcs", project.library, *lib_objs], f"archiving {project.library}",
-                 cwd=cwd, timeout=timeout)
+        with phase("ar"):
+            run_tool([ar, "rcs", project.library, *lib_objs],
+                     f"archiving {project.library}", cwd=cwd, timeout=timeout)
     else:
         link_with = lib_objs
     if not project.app_sources:

@@ -46,6 +46,7 @@ from edgenn.ir import Graph
 from edgenn.ir.batch import first_sample, has_batch_axis, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.ir.sample import random_inputs
+from edgenn.phases import phase
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
 UNICORN, QEMU = "unicorn", "qemu"
@@ -264,9 +265,10 @@ class CortexMExecutable:
                               "use run, eval or validate")
         internal = self._inputs(tuple(first_sample(self.graph, inputs)))
         skip = self.default_skip if skip is None else skip
-        self.machine.set_timed(True)  # the switch's cost is reported too
-        switch = self.set_skip(skip)
-        result = self.machine.invoke(self._items(internal)[0])
+        with phase("emulate"):
+            self.machine.set_timed(True)  # the switch's cost is reported too
+            switch = self.set_skip(skip)
+            result = self.machine.invoke(self._items(internal)[0])
         sizes = self.machine.elf_sizes()
         with_cycles = result.cycles is not None
         fmap = self.flash_map()
@@ -414,10 +416,11 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
     def generate_in(directory: str | Path, compact_layers: frozenset[int],
                     settings: dict[str, Any], link_flash_kb: float | None) -> Any:
-        return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
-                        stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
-                        skip_configs=request.configs, compact_layers=compact_layers,
-                        flash_kb=link_flash_kb, prepared=prepared, **settings)
+        with phase(f"generate ({len(compact_layers)} compact layers)"):
+            return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
+                            stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
+                            skip_configs=request.configs, compact_layers=compact_layers,
+                            flash_kb=link_flash_kb, prepared=prepared, **settings)
 
     def build_in(directory: str | Path | None, compact_layers: frozenset[int],
                  settings: dict[str, Any],
