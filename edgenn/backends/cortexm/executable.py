@@ -537,8 +537,18 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
         return trial[compact_layers]
 
+    # the one mixed choice built in out_dir with the final settings (``candidate``)
+    placed: dict[str, Any] = {}
+    place = out_dir is not None and final == measured and compact is None
+
     def measure(compact_layers: frozenset[int]) -> Measured:
-        """A trial build (unless ``prefetch`` built it already)."""
+        """A trial build (unless ``prefetch`` built it already); the first mixed one in
+        out_dir, when it can be (``candidate``)."""
+        if (place and not placed and 0 < len(compact_layers) < len(graph.nodes)
+                and compact_layers not in generated and compact_layers not in trial):
+            got = candidate(compact_layers)
+            if got is not None:
+                return got
         tmp, project = trial_project(compact_layers)
 
         def build() -> CortexMExecutable:
@@ -546,7 +556,35 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                 return trial[compact_layers]
             return trial_build(compact_layers, tmp, project)
 
-        return measured_build(project, build)
+        # why the fast build's cycles ahead: over the budget, the policy reads them after
+        # its next build (the compact one), whose gcc runs meanwhile
+        return measured_build(project, build,
+                              emulate_over=None if compact_layers else budget)
+
+    def candidate(compact_layers: frozenset[int]) -> Measured | None:
+        """The build of ``compact_layers`` in out_dir with the final settings, measured as a
+        trial is (the same objects and ELF flash): the policy's first mixed choice is
+        usually its answer (the predicted prefix), which then is not built again. None when
+        it does not fit the device (a trial, linked against the probe's flash, measures it)."""
+        assert out_dir is not None
+        project = generate_in(out_dir, compact_layers, final, flash_kb)
+        # why: the fast build's archive, if it was built, is not a file of this project (its
+        # trial-cache key would depend on whether the fast build was read from the cache)
+        (project.out_dir / project.library).unlink(missing_ok=True)
+        made: list[CortexMExecutable] = []
+
+        def build() -> CortexMExecutable:
+            if not made:
+                elf = build_project(project, archive=True, device=device, label=label)
+                made.append(CortexMExecutable(graph, c, project, elf, None))
+            return made[0]
+
+        try:
+            got = measured_build(project, build)
+        except FitError:
+            return None
+        placed.update(layers=compact_layers, build=build)
+        return got
 
     def prefetch(choices: Sequence[frozenset[int]]) -> None:
         """Generate the trials of ``choices`` one by one (Python), then build those the trial
@@ -601,7 +639,12 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                 thread.join()
         reuse = out_dir is None and final == measured and compact_layers in trial
         # why reuse only then: a trial is a temporary folder with the measured settings
-        exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)
+        if placed.get("layers") == compact_layers:
+            exe = placed["build"]()  # out_dir holds it (built unless the trial cache knew it)
+        elif reuse:
+            exe = trial[compact_layers]
+        else:
+            exe = build_in(out_dir, compact_layers, final)
     if exe.elf is not None:
         check_fit(elf_usage(exe.elf), device, int(exe.manifest["arena_bytes"]), label)
     exe.emulator = emulator
