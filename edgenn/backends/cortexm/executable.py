@@ -110,6 +110,15 @@ class CortexMExecutable:
         self.qemu_timeout = 120.0  # seconds per QEMU boot
         # what --fuse auto measured and chose (fusion_auto.AutoFusionReport), else None
         self.fusion_report: Any = None
+        # a build made with defer_library: what completes its library (finish_library)
+        self.pending_library: list[Callable[[], None]] = []
+
+    def finish_library(self) -> None:
+        """Complete the library of a ``compile_cortexm(..., defer_library=True)`` build: compile
+        ``NAME.o`` and archive ``libNAME.a`` (the ELF is final already). Safe to run while the
+        ELF is emulated; a no-op for any other build."""
+        while self.pending_library:
+            self.pending_library.pop(0)()
 
     @property
     def out_dir(self) -> Path:
@@ -378,7 +387,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
                     arena: str = "static", emulator: str | None = None,
-                    flash_budget_kb: float | None = None) -> CortexMExecutable:
+                    flash_budget_kb: float | None = None,
+                    defer_library: bool = False) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     Skip support only when asked for (docs/skipping.md): with ``skippable``, a ``skip``
@@ -402,7 +412,9 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     generic static-arena builds; the final build has these settings. ``emulator``: what
     ``run`` uses, ``"unicorn"`` (edgenn's cycle-model emulator, generic builds) or ``"qemu"``
     (the board's example application in qemu-system-arm; needs a real ``board``); default:
-    unicorn for the generic board, qemu for a real one.
+    unicorn for the generic board, qemu for a real one. ``defer_library``: the library's
+    model object of the result (out_dir's build) is left to its ``finish_library()`` (the
+    ELF is complete; ``--fuse auto`` compiles it while it emulates its candidates).
     """
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
@@ -422,6 +434,15 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                             skip_configs=request.configs, compact_layers=compact_layers,
                             flash_kb=link_flash_kb, prepared=prepared, **settings)
 
+    def build_final(project: Project) -> CortexMExecutable:
+        """``project`` (in out_dir, the final settings) built, its library's model object
+        deferred when asked (``defer_library``)."""
+        pending: list[Callable[[], None]] | None = [] if defer_library else None
+        elf = build_project(project, archive=True, device=device, label=label, later=pending)
+        exe = CortexMExecutable(graph, c, project, elf, None)
+        exe.pending_library = pending or []
+        return exe
+
     def build_in(directory: str | Path | None, compact_layers: frozenset[int],
                  settings: dict[str, Any],
                  link_flash_kb: float | None = flash_kb) -> CortexMExecutable:
@@ -430,8 +451,10 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
         project = generate_in(directory, compact_layers, settings, link_flash_kb)
+        if tmp is None:
+            return build_final(project)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
-        elf = build_project(project, archive=tmp is None, device=device, label=label)
+        elf = build_project(project, archive=False, device=device, label=label)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     budget = _flash_budget(graph, device)
@@ -575,8 +598,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
         def build() -> CortexMExecutable:
             if not made:
-                elf = build_project(project, archive=True, device=device, label=label)
-                made.append(CortexMExecutable(graph, c, project, elf, None))
+                made.append(build_final(project))
             return made[0]
 
         try:
@@ -613,8 +635,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         made: list[CortexMExecutable] = []
 
         def build() -> CortexMExecutable:
-            elf = build_project(project, archive=True, device=device, label=label)
-            made.append(CortexMExecutable(graph, c, project, elf, None))
+            made.append(build_final(project))
             return made[0]
 
         try:
