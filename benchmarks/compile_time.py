@@ -12,9 +12,14 @@ home folder is read. Two ways to compile, as a user does:
 - ``cli``: ``edgenn compile M --target cortex-m4 -o DIR``, the command line's defaults
   (``--fuse auto`` on cortex-m4), run through ``edgenn.cli.main.main`` in the process.
 
-The figure is the wall time of that call (model loading included, interpreter start and
-imports not: they are the same for every model), the minimum of ``--runs`` runs: the
-machine is shared, so the minimum is the least disturbed run. Each run also records the
+Python's own bytecode cache is allowed (as for an installed package), in a folder of the
+benchmark's per checkout (``PYTHONPYCACHEPREFIX``: nothing is written into a checkout), warmed
+by one untimed compile first; ``--cold-bytecode`` keeps the environment's
+``PYTHONDONTWRITEBYTECODE`` instead, and every run then compiles edgenn's modules again.
+
+The figure is the wall time of that call (model loading and the imports made inside it
+included, interpreter start not: it is the same for every model), the minimum of ``--runs``
+runs: the machine is shared, so the minimum is the least disturbed run. Each run also records the
 firmware's flash and, for the CLI, the fusion report's cycles; with a checkout whose edgenn
 has ``edgenn.phases`` the phases of the fastest run (generation, each gcc run, link,
 emulation; ``EDGENN_PHASE_LOG``) are kept and ``--phases`` prints them.
@@ -80,8 +85,10 @@ print(json.dumps(out))
 """
 
 
-def run_once(root: Path, mode: str, model: Path) -> dict[str, Any]:
-    """One cold compile in a fresh process; its figures and phases."""
+def run_once(root: Path, mode: str, model: Path,
+             pycache: Path | None = None) -> dict[str, Any]:
+    """One cold compile in a fresh process; its figures and phases. ``pycache``: the folder of
+    Python's bytecode cache (None: the environment's setting)."""
     with tempfile.TemporaryDirectory(prefix="edgenn-compile-time-") as tmp:
         home = Path(tmp) / "home"
         home.mkdir()
@@ -91,6 +98,9 @@ def run_once(root: Path, mode: str, model: Path) -> dict[str, Any]:
         env.update({"EDGENN_TRIAL_CACHE": "off", "HOME": str(home),
                     "XDG_CACHE_HOME": str(home / ".cache"), "PYTHONPATH": str(root),
                     "EDGENN_PHASE_LOG": str(phases)})
+        if pycache is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(pycache)
         done = subprocess.run([sys.executable, "-c", _DRIVER, mode, str(model)], cwd=root,
                               env=env, capture_output=True, text=True)
         if done.returncode:
@@ -103,15 +113,25 @@ def run_once(root: Path, mode: str, model: Path) -> dict[str, Any]:
 
 
 def measure(roots: list[Path], models: Path, names: list[str], runs: int,
-            modes: tuple[str, ...]) -> dict[str, Any]:
+            modes: tuple[str, ...], bytecode: bool = True) -> dict[str, Any]:
     """``runs`` rounds; in each, every (model, mode, root) once (interleaved: the roots see
-    the same load)."""
+    the same load). ``bytecode``: Python's bytecode cache, warmed by one untimed CLI compile
+    per root."""
+    with tempfile.TemporaryDirectory(prefix="edgenn-pycache-") as tmp:
+        pycache = {str(r): Path(tmp) / str(i) for i, r in enumerate(roots)} if bytecode else {}
+        for root in roots if bytecode else []:
+            run_once(root, "cli", models / FILES[names[0]], pycache[str(root)])
+        return _rounds(roots, models, names, runs, modes, pycache)
+
+
+def _rounds(roots: list[Path], models: Path, names: list[str], runs: int,
+            modes: tuple[str, ...], pycache: dict[str, Path]) -> dict[str, Any]:
     runs_of: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in range(runs):
         for name in names:
             for mode in modes:
                 for root in roots:
-                    res = run_once(root, mode, models / FILES[name])
+                    res = run_once(root, mode, models / FILES[name], pycache.get(str(root)))
                     runs_of.setdefault((str(root), name, mode), []).append(res)
                     console.print(f"run {r + 1}/{runs} {root.name} {name} {mode}: "
                                   f"{res['seconds']:.2f} s", highlight=False)
@@ -172,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=MODES)
     parser.add_argument("--json", type=Path, default=OUT)
     parser.add_argument("--phases", action="store_true", help="print the phases too")
+    parser.add_argument("--cold-bytecode", action="store_true",
+                        help="no Python bytecode cache (as PYTHONDONTWRITEBYTECODE=1)")
     args = parser.parse_args(argv)
     roots = [r.resolve() for r in (args.root or [ROOT])]
     names = args.model or list(FILES)
@@ -180,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: {args.models}: missing {', '.join(missing)}", file=sys.stderr)
         return 2
-    by_root = measure(roots, args.models, names, args.runs, modes)
+    by_root = measure(roots, args.models, names, args.runs, modes, not args.cold_bytecode)
     doc = {"runs": args.runs, "models": names, "modes": list(modes),
+           "python_bytecode_cache": not args.cold_bytecode,
            "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
            "roots": {str(r): by_root[str(r)] for r in roots}}
     show(doc, args.phases)
