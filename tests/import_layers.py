@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "utils", "progress", "outputs", "version"),
+    ("errors", "utils", "progress", "outputs", "version", "phases"),
     ("ir", "arith", "data", "datasets", "memory", "analysis", "models", "cc"),
     ("frontends", "passes", "export", "oracles", "svm", "tune_records", "prepared"),
     ("backends",),

@@ -182,3 +182,23 @@ def test_other_cores_count_instructions(tmp_path: Path) -> None:
     code = assemble(tmp_path, "1: adds r3, #1\nsubs r2, #1\nbne 1b")
     stats = run_snippet(code, core=get_core("cortex-m0plus"), registers={"r2": 50})
     assert stats.instructions == 150
+
+
+def test_a_block_priced_again_at_another_address_costs_the_same() -> None:
+    # the emulators of one process share block prices by the code's bytes (candidate builds
+    # place the same kernels at other addresses): the shared price, rebased, is the fresh one
+    from edgenn.backends.cortexm.emulator.cycles import price_block, price_block_shared
+
+    # ldr r1, [r0]; adds r1, r1, #1; str r1, [r0, #4]; cbz r1, +4 (a conditional exit)
+    code = bytes.fromhex("0168" "0131" "4160" "09b1")
+    from dataclasses import replace
+
+    def priced(b):  # type: ignore[no-untyped-def]
+        # everything but the instructions' text (a branch's shows its first target)
+        return replace(b, first=replace(b.first, text=""), last=replace(b.last, text=""))
+
+    first = price_block_shared(code, 0x1000)
+    again = price_block_shared(code, 0x2468)
+    assert first == price_block(code, 0x1000)
+    assert priced(again) == priced(price_block(code, 0x2468))
+    assert again.fallthrough == 0x2468 + len(code) and again.cycles == first.cycles

@@ -183,3 +183,31 @@ def test_prefetch_builds_the_prediction_and_its_neighbour_and_changes_nothing() 
     assert got == {4, 3} == compact_prefix(base, compacted, 1320, measure_prefix)
     assert prefetched == [[{4, 3}, {4}]]
     assert probes[:2] == [{4, 3}, {4}]
+
+
+def test_a_neighbour_far_over_the_budget_is_settled_by_the_calibrated_prediction() -> None:
+    # KiB-sized layers: compact code saves layer i 4 KiB of its own code; the builds' unowned
+    # bytes come out 1,100 B below the prediction (as VWW's do). Prefix 2 is predicted to fit
+    # and does; prefix 1 is predicted (corrected by the offset prefix 2 measured) 2.5 KiB
+    # over the budget: not built
+    k = 1024
+    base = Measured(100 * k, [100] * 5, [10 * k] * 5)
+    compacted = Measured(80 * k, [100 + (4 - i) * 10 for i in range(5)], [6 * k] * 5)
+    probes: list[frozenset[int]] = []
+    prefetched: list[Sequence[frozenset[int]]] = []
+
+    def measure_prefix(layers: frozenset[int]) -> Measured:
+        probes.append(layers)
+        return Measured(100 * k - 4 * k * len(layers) - 1100, [0] * 5)
+
+    budget = 92 * k + 400
+    got = compact_prefix(base, compacted, budget, measure_prefix, prefetched.append)
+    assert got == {4, 3}
+    assert probes == [{4, 3}] and prefetched == []  # one build, no neighbour
+    # the answer is the one the builds give: prefix 1 does not fit, prefix 2 does
+    assert measure_prefix(frozenset({4})).flash_bytes > budget
+    # a neighbour within the margin of the budget is built, as before
+    probes.clear()
+    near = 93 * k + 512  # prefix 1 now predicted within the margin over it
+    got = compact_prefix(base, compacted, near, measure_prefix)
+    assert got == {4, 3} and probes == [{4, 3}, {4}]

@@ -53,6 +53,7 @@ class FakeExe:
         self.graph, self.cycles, self.arena, self.flash = graph, cycles, arena, flash
         self.manifest = {"arena_bytes": arena}
         self.fusion_report: Any = None
+        self.pending_library: list[Any] = []  # nothing deferred (compile_cortexm's own)
 
     def emulate(self, *inputs: np.ndarray) -> BenchResult:
         layers = [LayerBench(i, n.name, n.op, "fake", 0, self.cycles[n.name], 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from edgenn.backends.cortexm import fit
 from edgenn.backends.cortexm.fit import Device
 from edgenn.cc.driver import DEFAULT_TIMEOUT_S, CompileError, find_tool, run_tool
+from edgenn.phases import phase
 
 if TYPE_CHECKING:
     from edgenn.backends.cortexm.codegen.project import Project
@@ -33,7 +35,8 @@ def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int
     """Link; when the image overflows a memory region, link it once more against the probe
     map (``fit.probe_script``) and raise the one-line FitError with the bytes it needs."""
     try:
-        run_tool(cmd, what, cwd=cwd, timeout=timeout)
+        with phase("link"):
+            run_tool(cmd, what, cwd=cwd, timeout=timeout)
         return
     except CompileError as err:
         if not fit.overflowed(err.log):
@@ -68,8 +71,9 @@ def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
 
     def compile_one(job: tuple[str, str, list[str]]) -> None:
         src, obj, cflags = job
-        run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
-                 timeout=timeout)
+        with phase(f"cc {obj}"):
+            run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
+                     timeout=timeout)
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         list(pool.map(compile_one, jobs))
@@ -98,7 +102,8 @@ def build(out_dir: str | Path, sources: list[str], cflags: list[str], ldflags: l
 def build_project(project: Project, env_path: str | None = None,
                   archive: bool = True, device: Device | None = None,
                   label: str | None = None,
-                  timeout: float | None = DEFAULT_TIMEOUT_S) -> Path | None:
+                  timeout: float | None = DEFAULT_TIMEOUT_S,
+                  later: list[Callable[[], None]] | None = None) -> Path | None:
     """Build ``libNAME.a`` and, unless the folder is library-only, ``build/model.elf`` (the
     same commands as the generated Makefile: objects and map in ``build/`` too); return the
     ELF's path (None for a library).
@@ -111,6 +116,13 @@ def build_project(project: Project, env_path: str | None = None,
     ``archive=False`` (builds only the emulator runs, in temporary folders): no archive; the
     application links the kernel objects directly, so ``NAME.c`` (the largest source by far)
     is compiled once, with the hook, instead of twice.
+
+    ``later`` (a list; for candidate builds that are emulated before one is kept, ``--fuse
+    auto``): the library's ``NAME.o`` is not compiled now. The ELF links the archive of the
+    other library objects (``NAME.o`` defines nothing the application's hooked copy does not,
+    so the linker never pulls that member in: the ELF and its map are the ones the whole
+    archive gives), and a callable appended to ``later`` compiles it and archives the whole
+    library (it does not touch the ELF: it may run while the ELF is emulated).
     """
     from edgenn.backends.cortexm.codegen.library import HOOK_MACRO
 
@@ -122,7 +134,10 @@ def build_project(project: Project, env_path: str | None = None,
     model_c = f"{project.name}.c"
     lib_sources = [s for s in project.lib_sources if archive or s != model_c]
     lib_objs = [object_path(s) for s in lib_sources]
-    jobs = [(s, o, cflags) for s, o in zip(lib_sources, lib_objs, strict=True)]
+    defer = (later is not None and archive and bool(project.app_sources) and project.hooked
+             and model_c in lib_sources)
+    jobs = [(s, o, cflags) for s, o in zip(lib_sources, lib_objs, strict=True)
+            if not (defer and s == model_c)]
     app_objs = [object_path(s) for s in project.app_sources]
     jobs += [(s, o, cflags) for s, o in zip(project.app_sources, app_objs, strict=True)]
     (cwd / BUILD_DIR).mkdir(exist_ok=True)
@@ -132,10 +147,16 @@ def build_project(project: Project, env_path: str | None = None,
         app_objs.append(hooked)
     _compile_all(cc, cwd, jobs, timeout)
     link_with = [project.library]
-    if archive:
+
+    def archive_library(objects: list[str]) -> None:
         (cwd / project.library).unlink(missing_ok=True)
-        run_tool([ar, "rcs", project.library, *lib_objs], f"archiving {project.library}",
-                 cwd=cwd, timeout=timeout)
+        with phase("ar"):
+            run_tool([ar, "rcs", project.library, *objects],
+                     f"archiving {project.library}", cwd=cwd, timeout=timeout)
+
+    model_o = object_path(model_c)
+    if archive:
+        archive_library([o for o in lib_objs if not (defer and o == model_o)])
     else:
         link_with = lib_objs
     if not project.app_sources:
@@ -144,9 +165,16 @@ def build_project(project: Project, env_path: str | None = None,
     if device is None:
         device = fit.device_memory(core, None, manifest.get("ram_kb"), None)
     elf = f"{BUILD_DIR}/model.elf"
+
     _link([cc, *project.ldflags, *app_objs, *link_with, "-o", elf, "-lm"], cwd,
           f"linking model.elf for {core.name}", device, int(manifest["arena_bytes"]),
           label or f"model.elf of {project.name}", timeout)
+    if defer and later is not None:
+        def finish() -> None:
+            _compile_all(cc, cwd, [(model_c, model_o, cflags)], timeout)
+            archive_library(lib_objs)
+
+        later.append(finish)
     return cwd / elf
 
 

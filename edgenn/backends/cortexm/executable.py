@@ -46,6 +46,7 @@ from edgenn.ir import Graph
 from edgenn.ir.batch import first_sample, has_batch_axis, read_batch, takes_batch
 from edgenn.ir.layout import to_internal
 from edgenn.ir.sample import random_inputs
+from edgenn.phases import phase
 
 CYCLE_MODEL = "cortex-m4-trm-zero-wait-state"
 UNICORN, QEMU = "unicorn", "qemu"
@@ -109,6 +110,15 @@ class CortexMExecutable:
         self.qemu_timeout = 120.0  # seconds per QEMU boot
         # what --fuse auto measured and chose (fusion_auto.AutoFusionReport), else None
         self.fusion_report: Any = None
+        # a build made with defer_library: what completes its library (finish_library)
+        self.pending_library: list[Callable[[], None]] = []
+
+    def finish_library(self) -> None:
+        """Complete the library of a ``compile_cortexm(..., defer_library=True)`` build: compile
+        ``NAME.o`` and archive ``libNAME.a`` (the ELF is final already). Safe to run while the
+        ELF is emulated; a no-op for any other build."""
+        while self.pending_library:
+            self.pending_library.pop(0)()
 
     @property
     def out_dir(self) -> Path:
@@ -264,9 +274,10 @@ class CortexMExecutable:
                               "use run, eval or validate")
         internal = self._inputs(tuple(first_sample(self.graph, inputs)))
         skip = self.default_skip if skip is None else skip
-        self.machine.set_timed(True)  # the switch's cost is reported too
-        switch = self.set_skip(skip)
-        result = self.machine.invoke(self._items(internal)[0])
+        with phase("emulate"):
+            self.machine.set_timed(True)  # the switch's cost is reported too
+            switch = self.set_skip(skip)
+            result = self.machine.invoke(self._items(internal)[0])
         sizes = self.machine.elf_sizes()
         with_cycles = result.cycles is not None
         fmap = self.flash_map()
@@ -376,7 +387,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     name: str = DEFAULT_NAME,
                     board: str = GENERIC_BOARD, library_only: bool = False,
                     arena: str = "static", emulator: str | None = None,
-                    flash_budget_kb: float | None = None) -> CortexMExecutable:
+                    flash_budget_kb: float | None = None,
+                    defer_library: bool = False) -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     Skip support only when asked for (docs/skipping.md): with ``skippable``, a ``skip``
@@ -400,7 +412,9 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     generic static-arena builds; the final build has these settings. ``emulator``: what
     ``run`` uses, ``"unicorn"`` (edgenn's cycle-model emulator, generic builds) or ``"qemu"``
     (the board's example application in qemu-system-arm; needs a real ``board``); default:
-    unicorn for the generic board, qemu for a real one.
+    unicorn for the generic board, qemu for a real one. ``defer_library``: the library's
+    model object of the result (out_dir's build) is left to its ``finish_library()`` (the
+    ELF is complete; ``--fuse auto`` compiles it while it emulates its candidates).
     """
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
@@ -414,10 +428,20 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
 
     def generate_in(directory: str | Path, compact_layers: frozenset[int],
                     settings: dict[str, Any], link_flash_kb: float | None) -> Any:
-        return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
-                        stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
-                        skip_configs=request.configs, compact_layers=compact_layers,
-                        flash_kb=link_flash_kb, prepared=prepared, **settings)
+        with phase(f"generate ({len(compact_layers)} compact layers)"):
+            return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
+                            stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
+                            skip_configs=request.configs, compact_layers=compact_layers,
+                            flash_kb=link_flash_kb, prepared=prepared, **settings)
+
+    def build_final(project: Project) -> CortexMExecutable:
+        """``project`` (in out_dir, the final settings) built, its library's model object
+        deferred when asked (``defer_library``)."""
+        pending: list[Callable[[], None]] | None = [] if defer_library else None
+        elf = build_project(project, archive=True, device=device, label=label, later=pending)
+        exe = CortexMExecutable(graph, c, project, elf, None)
+        exe.pending_library = pending or []
+        return exe
 
     def build_in(directory: str | Path | None, compact_layers: frozenset[int],
                  settings: dict[str, Any],
@@ -427,8 +451,10 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-cortexm-")
             directory = tmp.name
         project = generate_in(directory, compact_layers, settings, link_flash_kb)
+        if tmp is None:
+            return build_final(project)
         # why no archive in a temporary folder: nobody ships it; NAME.c compiles once
-        elf = build_project(project, archive=tmp is None, device=device, label=label)
+        elf = build_project(project, archive=False, device=device, label=label)
         return CortexMExecutable(graph, c, project, elf, tmp)
 
     budget = _flash_budget(graph, device)
@@ -534,8 +560,18 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         trial[compact_layers] = CortexMExecutable(graph, c, project, elf, tmp)
         return trial[compact_layers]
 
+    # the one mixed choice built in out_dir with the final settings (``candidate``)
+    placed: dict[str, Any] = {}
+    place = out_dir is not None and final == measured and compact is None
+
     def measure(compact_layers: frozenset[int]) -> Measured:
-        """A trial build (unless ``prefetch`` built it already)."""
+        """A trial build (unless ``prefetch`` built it already); the first mixed one in
+        out_dir, when it can be (``candidate``)."""
+        if (place and not placed and 0 < len(compact_layers) < len(graph.nodes)
+                and compact_layers not in generated and compact_layers not in trial):
+            got = candidate(compact_layers)
+            if got is not None:
+                return got
         tmp, project = trial_project(compact_layers)
 
         def build() -> CortexMExecutable:
@@ -543,7 +579,34 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                 return trial[compact_layers]
             return trial_build(compact_layers, tmp, project)
 
-        return measured_build(project, build)
+        # why the fast build's cycles ahead: over the budget, the policy reads them after
+        # its next build (the compact one), whose gcc runs meanwhile
+        return measured_build(project, build,
+                              emulate_over=None if compact_layers else budget)
+
+    def candidate(compact_layers: frozenset[int]) -> Measured | None:
+        """The build of ``compact_layers`` in out_dir with the final settings, measured as a
+        trial is (the same objects and ELF flash): the policy's first mixed choice is
+        usually its answer (the predicted prefix), which then is not built again. None when
+        it does not fit the device (a trial, linked against the probe's flash, measures it)."""
+        assert out_dir is not None
+        project = generate_in(out_dir, compact_layers, final, flash_kb)
+        # why: the fast build's archive, if it was built, is not a file of this project (its
+        # trial-cache key would depend on whether the fast build was read from the cache)
+        (project.out_dir / project.library).unlink(missing_ok=True)
+        made: list[CortexMExecutable] = []
+
+        def build() -> CortexMExecutable:
+            if not made:
+                made.append(build_final(project))
+            return made[0]
+
+        try:
+            got = measured_build(project, build)
+        except FitError:
+            return None
+        placed.update(layers=compact_layers, build=build)
+        return got
 
     def prefetch(choices: Sequence[frozenset[int]]) -> None:
         """Generate the trials of ``choices`` one by one (Python), then build those the trial
@@ -572,8 +635,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
         made: list[CortexMExecutable] = []
 
         def build() -> CortexMExecutable:
-            elf = build_project(project, archive=True, device=device, label=label)
-            made.append(CortexMExecutable(graph, c, project, elf, None))
+            made.append(build_final(project))
             return made[0]
 
         try:
@@ -598,7 +660,12 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                 thread.join()
         reuse = out_dir is None and final == measured and compact_layers in trial
         # why reuse only then: a trial is a temporary folder with the measured settings
-        exe = trial[compact_layers] if reuse else build_in(out_dir, compact_layers, final)
+        if placed.get("layers") == compact_layers:
+            exe = placed["build"]()  # out_dir holds it (built unless the trial cache knew it)
+        elif reuse:
+            exe = trial[compact_layers]
+        else:
+            exe = build_in(out_dir, compact_layers, final)
     if exe.elf is not None:
         check_fit(elf_usage(exe.elf), device, int(exe.manifest["arena_bytes"]), label)
     exe.emulator = emulator

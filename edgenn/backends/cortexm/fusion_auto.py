@@ -14,7 +14,9 @@ builds (the chain's measured fused / unfused ratio applied to the part's members
 report says so.
 
 The winning build is the result: in ``out_dir`` it is copied there (a generated project is
-relocatable: its Makefile and manifest hold no paths); only a plan that is neither of the
+relocatable: its Makefile and manifest hold no paths). Each candidate links its ELF first and
+compiles its library's copy of the model's C while it is emulated (``defer_library``: the
+second gcc run of the largest source is off the wall time); only a plan that is neither of the
 two (some chains fused, others not, or a part of a chain) is built once more. Settings the
 emulator cannot run (a real board, a library-only folder, an external arena) are measured
 on generic builds and the chosen graph is built with them.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -179,6 +182,8 @@ class _Builds:
         self.reuse = _measured_settings(options)
         self.count = 0
         self.dirs: list[tempfile.TemporaryDirectory[str]] = []
+        # each candidate's library completion (compiled while it is emulated): by executable
+        self.finishing: dict[int, tuple[threading.Thread, list[BaseException]]] = {}
 
     def measure(self, graph: Graph, fast: bool = False,
                 ) -> tuple[CortexMExecutable, BenchResult, bool]:
@@ -193,7 +198,9 @@ class _Builds:
         else:  # its own folder: copied to out_dir if it wins
             tmp = tempfile.TemporaryDirectory(prefix="edgenn-fuse-auto-")
             self.dirs.append(tmp)
-            opts = {**self.options, "out_dir": tmp.name}
+            # why deferred: only the winner's library is kept, and its NAME.o (the second
+            # compile of the model's C) can be compiled while the candidates are emulated
+            opts = {**self.options, "out_dir": tmp.name, "defer_library": True}
         exact = True
         if fast and opts.get("compact") is None:
             try:
@@ -203,9 +210,30 @@ class _Builds:
                 exe = self.build(graph, opts)
         else:
             exe = self.build(graph, opts)
+        if exe.pending_library:
+            errors: list[BaseException] = []
+
+            def finish() -> None:
+                try:
+                    exe.finish_library()
+                except BaseException as err:  # raised where the library is kept (final)
+                    errors.append(err)
+
+            thread = threading.Thread(target=finish, name="edgenn-fuse-auto-library")
+            thread.start()
+            self.finishing[id(exe)] = thread, errors
         bench = exe.emulate(*_bench_inputs(graph))
         exe.release_emulator()
         return exe, bench, exact
+
+    def finished(self, exe: CortexMExecutable) -> CortexMExecutable:
+        """``exe`` with its library complete (its deferred compile joined, its error raised)."""
+        entry = self.finishing.pop(id(exe), None)
+        if entry is not None:
+            entry[0].join()
+            if entry[1]:
+                raise entry[1][0]
+        return exe
 
     def build(self, graph: Graph, opts: dict[str, Any]) -> CortexMExecutable:
         self.count += 1
@@ -217,9 +245,11 @@ class _Builds:
             return self.build(graph, dict(self.options))
         if self.out_dir is None:
             return measured
-        return _moved(measured, Path(self.out_dir))
+        return _moved(self.finished(measured), Path(self.out_dir))
 
     def cleanup(self) -> None:
+        for thread, _ in self.finishing.values():  # a loser's library: let it end, unused
+            thread.join()
         for tmp in self.dirs:
             tmp.cleanup()
 

@@ -38,7 +38,7 @@ from edgenn.backends.cortexm.emulator.cycles import (
     S_NONE,
     BlockCost,
     boundary_delta,
-    price_block,
+    price_block_shared,
 )
 
 WATCH_MARK = 1  # a layer-boundary function: record (r0, instructions, cycles)
@@ -121,7 +121,7 @@ class BlockCounter:
 
     def _entry(self, address: int, size: int) -> tuple[Any, ...] | None:
         try:
-            block = price_block(bytes(self._uc.mem_read(address, size)), address)
+            block = price_block_shared(bytes(self._uc.mem_read(address, size)), address)
         except Exception as err:  # noqa: BLE001 - why: a raw ctypes hook must not raise
             self.hook_error = err
             self._uc.emu_stop()

@@ -38,7 +38,7 @@ next executed block does not start at this block's fall-through address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -270,6 +270,34 @@ def price_block(code: bytes, address: int) -> BlockCost:
         first=insns[0],
         last=insns[-1],
     )
+
+
+_SHARED_BLOCKS = 1 << 16
+
+
+@lru_cache(maxsize=_SHARED_BLOCKS)
+def _price_code(code: bytes, address: int) -> BlockCost:
+    return price_block(code, address)
+
+
+_seen_at: dict[bytes, int] = {}  # where each cached block was first priced
+
+
+def price_block_shared(code: bytes, address: int) -> BlockCost:
+    """:func:`price_block`, shared by every emulator of the process: a block's price follows
+    from its bytes alone (no rule above reads an address), so the same code at another address
+    (the flash policy's and ``--fuse auto``'s candidate builds share their kernels, runtime and
+    most layers) is decoded once and rebased (``address``, ``first`` / ``last``; an
+    instruction's ``text``, for messages only, keeps the first placement's branch target)."""
+    if len(_seen_at) > _SHARED_BLOCKS:  # bounded like the price cache (a long-lived process)
+        _seen_at.clear()
+    first_at = _seen_at.setdefault(code, address)
+    block = _price_code(code, first_at)
+    if first_at == address:
+        return block
+    shift = address - first_at
+    return replace(block, address=address, first=replace(block.first, address=address),
+                   last=replace(block.last, address=block.last.address + shift))
 
 
 def sequence_cycles(code: bytes, address: int = 0) -> int:
