@@ -24,7 +24,8 @@ import pytest
 from edgenn.api import compile_model
 from edgenn.backends.cortexm.codegen.emit import array_decl
 from edgenn.backends.cortexm.codesize import compact_code
-from edgenn.backends.cortexm.kernels.conv_s16_gemm import ConvS16Gemm, Geometry
+from edgenn.backends.cortexm.kernels.conv_s16_dsp import ConvS16Gemm
+from edgenn.backends.cortexm.kernels.conv_s16_gemm import Geometry
 from edgenn.backends.cortexm.kernels.conv_s16_rows import (
     block_plane,
     offsets,
