@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from onnx import ModelProto
 from skip_graphs import nested_net, quantized, residual_net
 
 from edgenn.api import load_model
@@ -100,7 +102,8 @@ def test_plain_firmware_is_identical_without_skip_support(tmp_path: Path) -> Non
                                   lambda: residual_net(n_blocks=3, relu_after_add=False),
                                   nested_net], ids=["relu", "plain-add", "nested"])
 @pytest.mark.parametrize("shared_ranges", [True, False], ids=["alias", "requantize"])
-def test_unvalidated_config_peak_is_the_validated_plan(make, shared_ranges: bool) -> None:  # type: ignore[no-untyped-def]
+def test_unvalidated_config_peak_is_the_validated_plan(make: Callable[[], ModelProto],
+                                                       shared_ranges: bool) -> None:
     """``config_peak`` plans ``apply_skip(..., validate=False)``: for every configuration the
     figure is the validated graph's, and that graph is valid (validation changed nothing)."""
     graph = quantized(make(), skippable_blocks=shared_ranges)
