@@ -12,6 +12,7 @@ from doc_sections import (
     fusion,
     host,
     robustness,
+    skipping,
     svm_device,
     testsuite,
     tuning,
@@ -21,7 +22,8 @@ from doc_sections import (
 )
 from doc_sections.common import Section
 
-MODULES = (fusion, cortexm, host, robustness, svm_device, testsuite, tuning, twins, vta, zoo)
+MODULES = (fusion, cortexm, host, robustness, skipping, svm_device, testsuite, tuning, twins,
+           vta, zoo)
 SECTIONS: dict[str, Section] = {s.name: s for mod in MODULES for s in mod.SECTIONS}
 
 __all__ = ["SECTIONS", "Section"]
