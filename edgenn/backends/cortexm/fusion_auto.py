@@ -42,7 +42,6 @@ from edgenn.backends.cortexm.executable import (
     flash_budget_bytes,
 )
 from edgenn.backends.cortexm.fit import FitError
-from edgenn.backends.cortexm.kernels.fused_rows import plan_rows
 from edgenn.backends.cortexm.targets import Core, get_core
 from edgenn.ir import Graph
 from edgenn.passes.fusion import (
@@ -103,17 +102,10 @@ class AutoFusionReport:
     built_cycles: int | None = None
     # the all-fused figures are its fast code's, over the flash budget (a best case)
     fused_best_case: bool = False
-    # chains left out unmeasured: their fused form runs the per-layer kernels or the ring
-    # kernel, never faster (``_may_be_faster``)
-    unmeasured: int = 0
 
     def lines(self) -> list[str]:
         if self.fused is None:
-            why = (f"{self.unmeasured} chain(s) would run their per-layer kernels fused (never "
-                   "faster; not measured without --ram-budget / --latency-bound)"
-                   if self.unmeasured
-                   else "no fusable chain")
-            return [f"fuse auto: {why}: layer by layer, arena "
+            return ["fuse auto: no fusable chain: layer by layer, arena "
                     f"{self.unfused.arena_bytes:,} B ({self.builds} firmware build)"]
         u, f = self.unfused, self.fused
         lines = [f"fuse auto: layer by layer {u.cycles:,} cycles, arena {u.arena_bytes:,} B, "
@@ -135,9 +127,6 @@ class AutoFusionReport:
             lines.append(f"  chain layers {c.first}-{c.last}: fused {c.fused_cycles:,} vs "
                          f"layer by layer {c.unfused_cycles:,} cycles ({100 * change:+.1f}%): "
                          f"{verdict}")
-        if self.unmeasured:
-            lines.append(f"  {self.unmeasured} more chain(s) would run their per-layer kernels "
-                         "fused (never faster): layer by layer, not measured")
         d = self.decision
         what = "estimated from the two builds" if self.estimated else "measured"
         if self.built_cycles is not None:
@@ -290,15 +279,14 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
     c = get_core(core)
     if residuals is None:
         residuals = not skip_asked(options)
-    chains = found = find_chains(graph, residuals)
-    if ram_budget is None and latency_bound is None:
-        chains = [ch for ch in found if _may_be_faster(graph, ch, variant, c)]
+    # why every chain is measured: no rule read off the graph predicts the fused cycles
+    # (a rule that skipped chains without an int16-window member was refuted by streaming
+    # wake-word models, whose depthwise -> pointwise pairs run 11% faster fused)
+    chains = find_chains(graph, residuals)
     builds = _Builds(core, dict(options))
     try:
         if not chains:
-            exe = _plain(graph, builds, variant, ram_budget, latency_bound, residuals)
-            exe.fusion_report = replace(exe.fusion_report, unmeasured=len(found))
-            return exe
+            return _plain(graph, builds, variant, ram_budget, latency_bound, residuals)
         fused_graph = apply_fusion(graph, chains, variant)
         # why side by side: each build is mostly gcc (subprocesses), so where the machine has
         # a core to spare the second costs less wall time than a build of its own
@@ -342,30 +330,10 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             for ch in chains)
         exe.fusion_report = AutoFusionReport(
             decision, PlanFigures.of(unfused), PlanFigures.of(fused), figures, cycles,
-            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact,
-            len(found) - len(chains))
+            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact)
         return exe
     finally:
         builds.cleanup()
-
-
-def _may_be_faster(graph: Graph, chain: Chain, variant: str, core: Core) -> bool:
-    """Whether ``chain`` fused can measure faster than its layers: some member reads an int16
-    row window (``fused_rows``' wide members, the ``window_conv`` kernel).
-
-    why: otherwise the fused chain runs each member's own per-layer kernel over int8 row
-    windows (or, where the windows cannot take it, the older ring kernel kept for the ablation
-    study), i.e. the layer-by-layer kernels plus window copies and per-row calls: never fewer
-    cycles (+0.4% to +12% on every committed benchmark). With no RAM budget or latency bound
-    to meet, building and emulating it could only lose, so such a chain is not a candidate (a
-    budget or a bound makes it one: it may be the smallest arena).
-    """
-    if variant != "ring_hoisted_pair" or not core.has_dsp:
-        return False
-    fused = apply_fusion(graph, [chain], variant)
-    node = next(n for n in fused.nodes if n.op == "FusedConvChain")
-    plan = plan_rows(node, fused, core)
-    return plan is not None and any(member.wide for member in plan.members)
 
 
 def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
