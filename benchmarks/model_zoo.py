@@ -405,8 +405,11 @@ def summarize(stage: str, proc: subprocess.CompletedProcess[str], workdir: Path)
     if stage == "validate" and (workdir / "validate.json").is_file():
         return _validate_record(proc, _read_json(workdir / "validate.json"))
     if proc.returncode != 0:
-        return {"ok": False, "error": first_error_line(proc.stderr, proc.stdout),
-                "exit": proc.returncode}
+        record = {"ok": False, "error": first_error_line(proc.stderr, proc.stdout),
+                  "exit": proc.returncode}
+        # why from the whole output: the recorded line is cut, and the flags may be past the cut
+        part = larger_part(proc.stderr)
+        return {**record, "fit_part": part} if part else record
     if stage in ("ref", CORE):
         line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "{}"
         return dict(json.loads(line))
@@ -506,20 +509,20 @@ def run_model(path: Path, root: Path, timeout: float, flags: dict[str, set[str]]
 
     for stage in stages:
         record = run_one(stage)
-        part = larger_part(record.get("error", "")) if stage == CORE else {}
+        part = dict(record.get("fit_part") or {}) if stage == CORE else {}
         if part:  # the part the error names: does the model run there, and exactly?
             record["larger_part"] = {"part": part, **run_one(stage, part)}
         row["stages"][stage] = record
     return row
 
 
-def _one_line(err: BaseException) -> str:
+def _one_line(err: BaseException, limit: int | None = ERROR_CHARS) -> str:
     text = str(err).strip().splitlines()
     msg = text[0] if text else ""
     from edgenn.errors import EdgennError
 
     name = "" if isinstance(err, (EdgennError, ZooError)) else f"{type(err).__name__}: "
-    return (name + msg)[:ERROR_CHARS]
+    return (name + msg)[:limit]
 
 
 def find_models(folder: Path) -> list[Path]:
@@ -627,7 +630,8 @@ def stage_main(stage: str, model: Path, part: dict[str, int]) -> int:
     try:
         result = run_stage(model, stage, part)
     except BaseException as err:  # noqa: BLE001  (any failure is this stage's one-line result)
-        print(f"error: {_one_line(err)}", file=sys.stderr)
+        # why whole: the parent cuts the line it records, after reading any fit flags in it
+        print(f"error: {_one_line(err, None)}", file=sys.stderr)
         return 1
     print(json.dumps({**result, "ok": bool(result["ok"])}))
     return 0
