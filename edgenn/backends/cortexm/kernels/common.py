@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from edgenn.arith.fixed_point import int32_array as i32  # noqa: F401  (kernels import it here)
 from edgenn.backends.c_literals import C_TYPE, c_double, c_float  # noqa: F401  (kernels import them here)
 from edgenn.backends.cortexm.ccall import Arg, Array, Buf
 from edgenn.backends.cortexm.kernel import CArray
-from edgenn.errors import UnsupportedOperatorError
+from edgenn.errors import EdgennError, UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.conv import ConvGeometry
 
@@ -90,3 +90,20 @@ def dense_strides(shape: Iterable[int]) -> list[int]:
     for i in range(len(dims) - 2, -1, -1):
         strides[i] = strides[i + 1] * dims[i + 1]
     return strides
+
+
+def record_matcher(types: tuple[DType, ...] | None, build: Callable[[Node, Graph], object]
+                   ) -> Callable[[Node, Graph], bool]:
+    """A kernel's ``matches`` from its record: the first input has one of ``types`` (any when
+    None) and ``build`` (the record the kernel takes its constants from) accepts the node."""
+
+    def matches(node: Node, graph: Graph) -> bool:
+        if types is not None and graph.tensor(node.inputs[0]).dtype not in types:
+            return False
+        try:
+            build(node, graph)
+        except EdgennError:
+            return False
+        return True
+
+    return matches

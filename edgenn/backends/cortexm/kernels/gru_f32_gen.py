@@ -26,11 +26,11 @@ import numpy as np
 
 from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import c_float, const_operand
+from edgenn.backends.cortexm.kernels.common import c_float, const_operand, record_matcher
 from edgenn.backends.cortexm.kernels.lstm_f32_gen import sums_asm
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import offset
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import sequence_dims
 from edgenn.prepared.gru import GruParams, prepare_gru
@@ -176,6 +176,9 @@ def _sequence_code(p: GruParams, batch: int, steps: int, n_input: int) -> str:
 """
 
 
+_accepts = record_matcher(None, _layer)
+
+
 class GeneratedGruF32:
     """float32 GRU with one weight stream and generated VLDM / VMUL / VADD passes."""
 
@@ -185,13 +188,7 @@ class GeneratedGruF32:
     types = (DType.FLOAT32,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_fpu:
-            return False
-        try:
-            _layer(node, graph)
-        except EdgennError:
-            return False
-        return True
+        return core.has_fpu and _accepts(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = _layer(node, graph)

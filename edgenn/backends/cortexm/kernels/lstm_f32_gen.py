@@ -31,10 +31,10 @@ import numpy as np
 
 from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import c_float, const_operand
+from edgenn.backends.cortexm.kernels.common import c_float, const_operand, record_matcher
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import offset
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
 from edgenn.prepared.lstm import LstmParams, prepare_lstm
@@ -216,6 +216,9 @@ def _sequence_code(p: LstmParams, batch: int, steps: int, n_input: int) -> str:
 """
 
 
+_accepts = record_matcher((DType.FLOAT32,), _layer)
+
+
 class GeneratedLstmF32:
     """float32 LSTM with one weight stream and generated VLDM / VMUL / VADD passes."""
 
@@ -225,13 +228,7 @@ class GeneratedLstmF32:
     types = (DType.FLOAT32,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_fpu or graph.tensor(node.inputs[0]).dtype is not DType.FLOAT32:
-            return False
-        try:
-            _layer(node, graph)
-        except EdgennError:
-            return False
-        return True
+        return core.has_fpu and _accepts(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         p = _layer(node, graph)

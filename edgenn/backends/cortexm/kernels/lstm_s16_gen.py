@@ -25,7 +25,7 @@ import numpy as np
 from edgenn.arith.fixed_point_s16 import reduced_multiplier
 from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import const_operand
+from edgenn.backends.cortexm.kernels.common import const_operand, record_matcher
 from edgenn.backends.cortexm.kernels.dense import pack_dense_weights, packable, pair_elements
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import (
     Lstm,
@@ -36,7 +36,7 @@ from edgenn.backends.cortexm.kernels.lstm_s8_gen import (
     unit_rows,
 )
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
 from edgenn.prepared.lstm import GateRequant
@@ -237,6 +237,9 @@ def _sequence_code(layer: Lstm, batch: int, steps: int, n_input: int) -> str:
 """
 
 
+_accepts = record_matcher((DType.INT16,), _layer)
+
+
 class GeneratedLstmS16:
     """16x8 LSTM with one packed weight stream and generated 4-row SMLALD passes per unit."""
 
@@ -246,13 +249,7 @@ class GeneratedLstmS16:
     types = (DType.INT16,)
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or graph.tensor(node.inputs[0]).dtype is not DType.INT16:
-            return False
-        try:
-            _layer(node, graph)
-        except EdgennError:
-            return False
-        return True
+        return core.has_dsp and _accepts(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = _layer(node, graph)

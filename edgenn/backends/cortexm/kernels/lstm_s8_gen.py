@@ -36,7 +36,7 @@ import numpy as np
 from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.codesize import is_compact
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import const_operand, i32
+from edgenn.backends.cortexm.kernels.common import const_operand, i32, record_matcher
 from edgenn.backends.cortexm.kernels.dense import (
     _dot_block,
     bias_in_accumulators,
@@ -46,7 +46,7 @@ from edgenn.backends.cortexm.kernels.dense import (
 )
 from edgenn.backends.cortexm.kernels.fast_common import fast_requant_mode
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
 from edgenn.prepared.lstm import GateRequant, IntegerGate, IntegerLstm, LstmParams, prepare_lstm
@@ -326,6 +326,9 @@ def _sequence_code(layer: Lstm, batch: int, steps: int, n_input: int, px: int) -
 """
 
 
+_accepts = record_matcher((DType.INT8,), lambda node, graph: _check(node, _layer(node, graph)))
+
+
 class GeneratedLstmS8:
     """int8 LSTM with one packed weight stream and generated 4-row SMLAD passes per unit."""
 
@@ -334,13 +337,7 @@ class GeneratedLstmS8:
     name = "edgenn_lstm_s8_gen_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or graph.tensor(node.inputs[0]).dtype is not DType.INT8:
-            return False
-        try:
-            _check(node, _layer(node, graph))
-        except EdgennError:
-            return False
-        return True
+        return core.has_dsp and _accepts(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         layer = _layer(node, graph)

@@ -15,8 +15,6 @@ peepholes), ``svdf_s8_gen`` (DSP); the GRU's is ``gru_f32_gen``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from edgenn.backends.cortexm.ccall import (
@@ -37,8 +35,9 @@ from edgenn.backends.cortexm.kernels.common import (
     c_float,
     const_operand,
     i32,
+    record_matcher,
 )
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.ir.opdefs.recurrent import LSTM_INDEX, sequence_dims
 from edgenn.prepared.lstm import GATES, LstmParams, prepare_lstm
@@ -60,23 +59,6 @@ def simd_rows(w: np.ndarray) -> np.ndarray:
     padded = np.zeros((rows, _pad4(depth)), np.int8)
     padded[:, :depth] = w
     return np.ascontiguousarray(padded.reshape(rows, -1, 4)[:, :, [0, 2, 1, 3]]).ravel()
-
-
-def _matcher(types: tuple[DType, ...], build: Callable[[Node, Graph], object]
-             ) -> Callable[[Node, Graph], bool]:
-    """A kernel's ``matches``: the first input has one of ``types`` and ``build`` (the record
-    the kernel takes its constants from) accepts the node."""
-
-    def matches(node: Node, graph: Graph) -> bool:
-        if graph.tensor(node.inputs[0]).dtype not in types:
-            return False
-        try:
-            build(node, graph)
-        except EdgennError:
-            return False
-        return True
-
-    return matches
 
 
 # -- LSTM ----------------------------------------------------------------------------------------
@@ -131,7 +113,8 @@ def _lstm_prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("LSTM", "edgenn_lstm",
-                               _matcher((DType.INT8, DType.INT16), _lstm_layer), _lstm_prepare,
+                               record_matcher((DType.INT8, DType.INT16), _lstm_layer),
+                               _lstm_prepare,
                                (DType.INT8, DType.INT16)))
 
 
@@ -173,7 +156,7 @@ def _lstm_f32_prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("LSTM", "edgenn_lstm_f32",
-                               _matcher((DType.FLOAT32,), prepare_lstm), _lstm_f32_prepare,
+                               record_matcher((DType.FLOAT32,), prepare_lstm), _lstm_f32_prepare,
                                (DType.FLOAT32,)))
 
 
@@ -218,7 +201,7 @@ def _svdf_prepare(node: Node, graph: Graph) -> KernelCall:
         comment=f"SVDF {layer.filters} filters x {layer.memory} memory, rank {layer.rank}")
 
 
-register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", _matcher((DType.INT8,), _svdf_layer),
+register_kernel(PortableKernel("SVDF", "edgenn_svdf_s8", record_matcher((DType.INT8,), _svdf_layer),
                                _svdf_prepare))
 
 
@@ -242,5 +225,5 @@ def _svdf_f32_prepare(node: Node, graph: Graph) -> KernelCall:
 
 
 register_kernel(PortableKernel("SVDF", "edgenn_svdf_f32",
-                               _matcher((DType.FLOAT32,), prepare_svdf), _svdf_f32_prepare,
+                               record_matcher((DType.FLOAT32,), prepare_svdf), _svdf_f32_prepare,
                                (DType.FLOAT32,)))

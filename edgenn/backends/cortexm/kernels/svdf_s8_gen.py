@@ -34,7 +34,7 @@ import numpy as np
 from edgenn.arith.zero_point import fold_input_zero_point
 from edgenn.backends.cortexm.ccall import IN0, NULL, OUT0, SCRATCH, Buf, generated
 from edgenn.backends.cortexm.kernel import CArray, KernelCall, register_kernel
-from edgenn.backends.cortexm.kernels.common import const_operand, i32
+from edgenn.backends.cortexm.kernels.common import const_operand, i32, record_matcher
 from edgenn.backends.cortexm.kernels.dense import (
     _dot_block,
     bias_in_accumulators,
@@ -45,7 +45,7 @@ from edgenn.backends.cortexm.kernels.dense import (
 )
 from edgenn.backends.cortexm.kernels.lstm_s8_gen import _Fc
 from edgenn.backends.cortexm.targets import Core
-from edgenn.errors import EdgennError, UnsupportedOperatorError
+from edgenn.errors import UnsupportedOperatorError
 from edgenn.ir import DType, Graph, Node
 from edgenn.prepared.lstm import GateRequant
 from edgenn.prepared.svdf import IntegerSvdf, SvdfParams, prepare_svdf
@@ -297,6 +297,9 @@ def _svdf_code(s: SvdfParams, batch: int, n_input: int, px: int, store: bool) ->
 """
 
 
+_accepts = record_matcher((DType.INT8,), _layer)
+
+
 class GeneratedSvdfS8:
     """int8 SVDF: DSP feature passes, one SMLAD pass for time product + shift."""
 
@@ -305,13 +308,7 @@ class GeneratedSvdfS8:
     name = "edgenn_svdf_s8_gen_dsp"
 
     def matches(self, node: Node, graph: Graph, core: Core) -> bool:
-        if not core.has_dsp or graph.tensor(node.inputs[0]).dtype is not DType.INT8:
-            return False
-        try:
-            _layer(node, graph)
-        except EdgennError:
-            return False
-        return True
+        return core.has_dsp and _accepts(node, graph)
 
     def prepare(self, node: Node, graph: Graph, core: Core) -> KernelCall:
         s = _layer(node, graph)
