@@ -91,7 +91,8 @@ def compile_model(graph: Graph, target: str = "ref", **options: Any) -> Executab
         skips = bool(skip_spec or options.get("skippable") or options.get("skip_configs"))
         graph = fuse_for_target(graph, target, fuse, variant, fusion.get("ram_budget"),
                                 fusion.get("latency_bound"),
-                                residuals=not (skips and backend.skip_in_firmware)).graph
+                                residuals=not (skips and backend.skip_in_firmware),
+                                input_buffer=str(options.get("input_buffer") or "arena")).graph
     return backend.build(graph, parsed)
 
 

@@ -82,13 +82,14 @@ def checked_variant(variant: str) -> str:
 def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
                     variant: str = BEST_VARIANT, ram_budget: int | None = None,
                     latency_bound: float | None = None, residuals: bool = True,
-                    ) -> FusionDecision:
+                    input_buffer: str = "arena") -> FusionDecision:
     """Decide and apply fusion; ``decision.graph`` is what to compile.
 
     ``auto`` on a Cortex-M core with the cycle model measures (``backends.cortexm.fusion_auto``:
     the layer-by-layer and the all-fused firmware, built and emulated once each); elsewhere
     the planner ranks candidates with its analytic cost model. ``residuals=False``: chains
-    stop before residual Adds (a build with skip support finds its blocks by them)."""
+    stop before residual Adds (a build with skip support finds its blocks by them).
+    ``input_buffer``: the firmware's (``"caller"``: the inputs are not in the arena)."""
     if fuse not in FUSE_MODES:
         raise EdgennError(f"unknown --fuse {fuse!r} ({', '.join(FUSE_MODES)})")
     ring_variant = checked_variant(variant)
@@ -102,13 +103,14 @@ def fuse_for_target(graph: Graph, target: str = "ref", fuse: str = "none",
         core = get_core(target)
 
         def arena(g: Graph) -> int:
-            return firmware_arena_bytes(g, core)
+            return firmware_arena_bytes(g, core, input_buffer=input_buffer)
 
         if fuse == "auto" and find_chains(graph, residuals) and core.cycle_model:
             from edgenn.backends.cortexm.fusion_auto import AutoFusionReport, compile_auto
 
             report: AutoFusionReport = compile_auto(target, graph, ring_variant, ram_budget,
-                                                    latency_bound, residuals).fusion_report
+                                                    latency_bound, residuals,
+                                                    input_buffer=input_buffer).fusion_report
             return report.decision
     return plan_fusion(graph, fuse, ram_budget=ram_budget, latency_bound=latency_bound,
                        variant=ring_variant, arena=arena, residuals=residuals)

@@ -14,17 +14,22 @@ from edgenn.ir.node import Node
 from edgenn.memory.buffer import Buffer
 
 
-def reshape_aliases(graph: Graph) -> dict[str, str]:
-    """Map each Reshape output that may share its input's bytes to the tensor owning them."""
+def reshape_aliases(graph: Graph, external: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Map each Reshape output that may share its input's bytes to the tensor owning them.
+
+    ``external``: tensors kept outside the arena (graph inputs read in place from the
+    caller's buffer); a Reshape of one gets bytes of its own, because a Reshape kernel may
+    write its output (a requantizing copy rewrites the bytes in place) and the caller's
+    buffer is read-only."""
     aliases: dict[str, str] = {}
-    persistent = set(graph.state_reads)
+    persistent = set(graph.state_reads) | external
     for node in graph.nodes:
         if node.op != "Reshape" or not node.inputs or len(node.outputs) != 1:
             continue
         src, out = graph.tensor(node.inputs[0]), graph.tensor(node.outputs[0])
         if src.is_const or src.nbytes != out.nbytes or src.name in persistent:
-            # a constant (or a state, see graph_buffers) lives outside the planned arena: the
-            # output needs its own bytes
+            # a constant, a state (see graph_buffers) or an external input lives outside the
+            # planned arena: the output needs its own bytes
             continue
         # why: chase chains (Reshape of a Reshape) so every alias points at a real buffer.
         aliases[out.name] = aliases.get(src.name, src.name)
@@ -36,7 +41,8 @@ def node_scratch_name(node: Node) -> str:
 
 
 def graph_buffers(graph: Graph, alias_reshape: bool = True,
-                  node_scratch: bool = True) -> list[Buffer]:
+                  node_scratch: bool = True,
+                  external: frozenset[str] = frozenset()) -> list[Buffer]:
     """One Buffer per non-constant tensor (size = bytes at batch 1), in first-use order.
 
     ``first_use`` is the index of the producing node (graph inputs: 0); ``last_use`` the
@@ -48,9 +54,10 @@ def graph_buffers(graph: Graph, alias_reshape: bool = True,
     State (``graph.state``): a variable's ``read`` tensor is persistent, kept in an area of
     its own beside the planned buffers (it must survive between invocations), so it gets no
     buffer here; its ``write`` tensor lives to the last node, like a graph output, because
-    the runtime stores it after the last node.
+    the runtime stores it after the last node. ``external``: graph inputs that live outside
+    the arena (the caller's buffer, read in place): no buffer.
     """
-    aliases = reshape_aliases(graph) if alias_reshape else {}
+    aliases = reshape_aliases(graph, external) if alias_reshape else {}
     last_step = max(len(graph.nodes) - 1, 0)
     first: dict[str, int] = {}
     last: dict[str, int] = {}
@@ -73,7 +80,8 @@ def graph_buffers(graph: Graph, alias_reshape: bool = True,
         if not graph.tensor(name).is_const and name not in persistent:
             touch(name, last_step)
 
-    bufs = [Buffer(name, graph.tensor(name).nbytes, first[name], last[name]) for name in first]
+    bufs = [Buffer(name, graph.tensor(name).nbytes, first[name], last[name]) for name in first
+            if name not in external]
     if node_scratch:
         bufs += [Buffer(node_scratch_name(node), int(node.attrs["scratch_bytes"]), step, step)
                  for step, node in enumerate(graph.nodes) if node.attrs.get("scratch_bytes")]

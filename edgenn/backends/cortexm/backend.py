@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from edgenn.backends.cortexm.codegen.memory import INPUT_BUFFERS
 from edgenn.backends.cortexm.codegen.project import ARENA_KINDS
 from edgenn.backends.cortexm.executable import EMULATORS, compile_cortexm
 from edgenn.backends.cortexm.fusion_auto import compile_auto
@@ -36,6 +37,11 @@ class CortexMOptions:
         "--arena", choices=ARENA_KINDS, default="static",
         help="static: the library owns its arena (NAME_init); external: you pass it in "
              "(NAME_init_with_arena)")
+    input_buffer: str | None = option(
+        "--input-buffer", choices=INPUT_BUFFERS, default="arena",
+        help="arena: the inputs are buffers in the arena, filled through NAME_input(i) "
+             "(default); caller: read in place from your buffers (NAME_set_input(i, buffer), "
+             "e.g. a camera's frame buffer), never written, and left out of the arena")
     ram_kb: int | None = option(
         "--ram-kb", type=int, minimum=1,
         help="device RAM in KiB: the arena, stack and every static variable must fit it "

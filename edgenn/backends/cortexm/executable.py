@@ -388,7 +388,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
                     board: str = GENERIC_BOARD, library_only: bool = False,
                     arena: str = "static", emulator: str | None = None,
                     flash_budget_kb: float | None = None,
-                    defer_library: bool = False) -> CortexMExecutable:
+                    defer_library: bool = False,
+                    input_buffer: str = "arena") -> CortexMExecutable:
     """Generate the C project (in ``out_dir`` or a temporary directory), build the ELF.
 
     Skip support only when asked for (docs/skipping.md): with ``skippable``, a ``skip``
@@ -415,6 +416,10 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     unicorn for the generic board, qemu for a real one. ``defer_library``: the library's
     model object of the result (out_dir's build) is left to its ``finish_library()`` (the
     ELF is complete; ``--fuse auto`` compiles it while it emulates its candidates).
+    ``input_buffer``: ``"arena"`` (default) or ``"caller"``: the inputs are read in place from
+    the caller's buffers (``NAME_set_input``), outside the arena (``codegen.project.generate``;
+    the emulator's application keeps them in RAM buffers of its own, which ``run`` and
+    ``bench`` fill).
     """
     c = core if isinstance(core, Core) else get_core(core)
     emulator = _check_emulator(emulator, board)
@@ -432,7 +437,8 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
             return generate(graph, c, directory, ram_kb=device.ram_bytes // 1024, opt=opt,
                             stack_bytes=stack_bytes, skip_copy=skip_copy, blocks=request.blocks,
                             skip_configs=request.configs, compact_layers=compact_layers,
-                            flash_kb=link_flash_kb, prepared=prepared, **settings)
+                            flash_kb=link_flash_kb, prepared=prepared,
+                            input_buffer=input_buffer, **settings)
 
     def build_final(project: Project) -> CortexMExecutable:
         """``project`` (in out_dir, the final settings) built, its library's model object

@@ -294,8 +294,9 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             fused_job = pool.submit(builds.measure, fused_graph, True)
             unfused_exe, unfused, _ = builds.measure(graph)
             fused_exe, fused, fused_exact = fused_job.result()
+        input_buffer = str(options.get("input_buffer") or "arena")
         decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
-                                            ram_budget, latency_bound, residuals)
+                                            ram_budget, latency_bound, residuals, input_buffer)
         whole = {ch.names for ch in chains}
         if not fused_exact and any(ch.names in whole for ch in decision.chains):
             # the fast fused build was over the flash budget: its cycles are the fused plan's
@@ -304,7 +305,8 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             # decides. (A part of a chain is an estimate anyway; its own build is emulated.)
             fused_exe, fused, fused_exact = builds.measure(fused_graph)
             decision, cost, estimated = _decide(graph, chains, variant, unfused, fused, c,
-                                                ram_budget, latency_bound, residuals)
+                                                ram_budget, latency_bound, residuals,
+                                                input_buffer)
         every = _key(ch.names for ch in chains)
         chosen = _key(ch.names for ch in decision.chains)
         is_estimate, checked = False, None
@@ -342,16 +344,18 @@ def _key(names: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
 
 def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResult,
             fused: BenchResult, core: Core, ram_budget: int | None,
-            latency_bound: float | None, residuals: bool = True,
+            latency_bound: float | None, residuals: bool = True, input_buffer: str = "arena",
             ) -> tuple[FusionDecision, dict[object, float], set[tuple[str, ...]]]:
-    """The planner's decision from the two builds (and its cost table, estimated parts)."""
+    """The planner's decision from the two builds (and its cost table, estimated parts);
+    every candidate's arena as the firmware plans it, with ``input_buffer``'s inputs."""
     cost, estimated = _costs(graph, chains, variant, unfused, fused)
     exact = {(): unfused.arena_bytes, _key(ch.names for ch in chains): fused.arena_bytes}
     layers: dict[object, tuple[int, bool, bool]] = {}  # each node's kernel scratch, prepared once
 
     def arena(g: Graph) -> int:
         key = _key(fused_names(n) for n in g.nodes if n.op == "FusedConvChain")
-        return exact[key] if key in exact else firmware_arena_bytes(g, core, layers)
+        return exact[key] if key in exact else firmware_arena_bytes(g, core, layers,
+                                                                    input_buffer)
 
     # why no splits without a limit: whole chains and none are the two measured plans, and a
     # part's estimate lies between them (the chain's ratio), so it never wins

@@ -30,11 +30,21 @@ STATUS_CODES = (
                                    "ARENA_ALIGNMENT bytes"),
     ("ERROR_NO_STATIC_ARENA", -5, "init called on a library built for an external arena"),
 )
+# The status codes only a library that reads its inputs from the caller's buffers has
+# (``--input-buffer caller``; a default build's header and API stay as they were).
+CALLER_INPUT_STATUS_CODES = (
+    ("ERROR_INPUT_NULL", -6, "set_input got a null buffer, or invoke ran before every input "
+                             "was set"),
+    ("ERROR_INPUT_MISALIGNED", -7, "set_input got a buffer not aligned to INPUT_ALIGNMENT "
+                                   "bytes"),
+    ("ERROR_INPUT_INDEX", -8, "set_input got an index out of range"),
+)
 
 
 @dataclass(frozen=True)
 class Io:
-    """One graph input or output as the C API presents it (a buffer inside the arena)."""
+    """One graph input or output as the C API presents it: a buffer inside the arena at
+    ``offset``, or (``caller``) an input read in place from the caller's buffer."""
 
     tensor: str
     offset: int
@@ -43,6 +53,7 @@ class Io:
     dtype: str  # "int8", "int16", "int32", "float32"
     scale: float  # 0.0 for tensors that are not quantized
     zero_point: int
+    caller: bool = False  # an input the caller's buffer holds (NAME_set_input), not the arena
 
     @property
     def ctype(self) -> str:
@@ -77,16 +88,31 @@ class LibrarySpec:
         """The arena's base address in C: the static array, or the pointer init stored."""
         return f"{self.name}_arena" if self.static_arena else f"{self.name}_arena_base"
 
+    def caller_input_expr(self, index: int, ctype: str) -> str:
+        """Caller input ``index`` in C as a ``ctype *`` (``NAME_set_input``'s binding).
+        why through uintptr_t: the kernels' input parameters are not const-qualified; the
+        planner never lets a layer write an input it reads from the caller's buffer
+        (codegen/memory.py), so the qualifier is dropped for the call only."""
+        return f"(({ctype} *)(uintptr_t){self.name}_inputs[{index}])"
+
     @property
     def ready_expr(self) -> str:
         """True in C once an init succeeded."""
         return f"{self.name}_ready" if self.static_arena else f"{self.name}_arena_base != NULL"
 
     @property
+    def caller_inputs(self) -> bool:
+        """The inputs are read in place from the caller's buffers (``--input-buffer caller``):
+        ``NAME_set_input`` binds them, the arena does not hold them."""
+        return any(io.caller for io in self.inputs)
+
+    @property
     def api_symbols(self) -> tuple[str, ...]:
         n = self.name
         names = [f"{n}_init", f"{n}_init_with_arena", f"{n}_invoke", f"{n}_input",
                  f"{n}_output", f"{n}_reset_state"]
+        if self.caller_inputs:
+            names.append(f"{n}_set_input")
         if self.skip_capable:
             names += [f"{n}_set_skip_mask", f"{n}_get_skip_mask"]
         return tuple(names)
@@ -112,7 +138,8 @@ def _io_macros(m: str, kind: str, ios: Sequence[Io]) -> list[str]:
 def header(spec: LibrarySpec) -> str:
     """``NAME.h``: the one header a user includes."""
     n, m = spec.name, spec.macro
-    status = [line for code, value, doc in STATUS_CODES
+    codes = STATUS_CODES + (CALLER_INPUT_STATUS_CODES if spec.caller_inputs else ())
+    status = [line for code, value, doc in codes
               for line in (f"/* {doc} */", f"#define {m}_{code} ({value})")]
     arena = ("this build: a static array inside the library, use " f"{n}_init()"
              if spec.static_arena else f"this build: yours, use {n}_init_with_arena")
@@ -120,12 +147,27 @@ def header(spec: LibrarySpec) -> str:
              " * (bit numbers: manifest.json \"blocks\"). */",
              f"void {n}_set_skip_mask(uint32_t mask);", f"uint32_t {n}_get_skip_mask(void);", ""]
             if spec.skip_capable else [])
+    if spec.caller_inputs:
+        usage = [f" * Usage: {n}_init() (or {n}_init_with_arena(arena, bytes)) once and",
+                 f" * {n}_set_input(i, buffer) for every input (the binding stays until set",
+                 f" * again); then per inference fill your buffers, call {n}_invoke(), read",
+                 f" * {n}_output(i). The inputs are read in place from your buffers, never",
+                 " * written, and are not in the arena; the outputs live in the arena",
+                 f" * ({arena})."]
+    else:
+        usage = [f" * Usage: {n}_init() (or {n}_init_with_arena(arena, bytes)) once; then per",
+                 f" * inference fill {n}_input(i), call {n}_invoke(), read {n}_output(i).",
+                 f" * The buffers live in the arena ({arena})."]
+    caller = ([f"/* Read input index in place from buffer (at least {m}_INPUTi_BYTES bytes,",
+               f" * aligned to {m}_INPUT_ALIGNMENT, valid and unchanged while {n}_invoke",
+               f" * runs); {n}_invoke never writes it. Checked; the binding stays until set",
+               " * again. */",
+               f"int {n}_set_input(int index, const void *buffer);"]
+              if spec.caller_inputs else [])
     lines = [
         f"/* {n}: generated by edgenn from {c_comment(spec.model)} for {spec.core}.",
         " *",
-        f" * Usage: {n}_init() (or {n}_init_with_arena(arena, bytes)) once; then per",
-        f" * inference fill {n}_input(i), call {n}_invoke(), read {n}_output(i).",
-        f" * The buffers live in the arena ({arena}).",
+        *usage,
         " * Layouts are NHWC, row-major, with the shapes below; quantized values map to reals",
         " * as real = SCALE * (q - ZERO_POINT). Functions return the status codes below.",
         f" * Per-layer timing: compile {n}.c with -D{HOOK_MACRO}=f, where f is your",
@@ -152,6 +194,9 @@ def header(spec: LibrarySpec) -> str:
         f"#define {m}_LAYER_COUNT {spec.n_layers}",
         "/* bytes of state kept between invocations (0: a stateless model) */",
         f"#define {m}_STATE_BYTES {spec.state_bytes}",
+        *([f"/* the inputs are the caller's buffers ({n}_set_input), not in the arena */",
+           f"#define {m}_INPUT_IN_ARENA 0",
+           f"#define {m}_INPUT_ALIGNMENT {ARENA_ALIGNMENT}"] if spec.caller_inputs else []),
         "",
         *_io_macros(m, "INPUT", spec.inputs),
         "",
@@ -167,9 +212,13 @@ def header(spec: LibrarySpec) -> str:
         "/* The state's initial values (as after init): the next invoke starts a new",
         f" * stream; {m}_ERROR_NOT_INITIALISED before a successful init. */",
         f"int {n}_reset_state(void);",
-        "/* Input / output buffer i inside the arena; NULL before init or i out of range. */",
+        *(["/* Output buffer i inside the arena; NULL before init or i out of range.",
+            f" * {n}_input is always NULL: the inputs are yours ({n}_set_input). */"]
+          if spec.caller_inputs else
+          ["/* Input / output buffer i inside the arena; NULL before init or i out of range. */"]),
         f"void *{n}_input(int index);",
         f"void *{n}_output(int index);",
+        *caller,
         "",
         *skip,
         "#ifdef __cplusplus",
@@ -210,8 +259,11 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
     ready = spec.ready_expr
     arena += "\n" + reset_function(n, spec.arena_expr, ready, f"{m}_OK",
                                    f"{m}_ERROR_NOT_INITIALISED", spec.state)
+    in_arena = ("output",) if spec.caller_inputs else ("input", "output")
     offsets = []
     for kind, ios in (("input", spec.inputs), ("output", spec.outputs)):
+        if kind not in in_arena:
+            continue
         values = ", ".join(f"{io.offset}u" for io in ios) or "0u"
         offsets.append(f"static const uint32_t {n}_{kind}_offsets[{max(1, len(ios))}] = "
                        f"{{{values}}};")
@@ -220,7 +272,9 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
         f"    if (!({ready}) || index < 0 || index >= {m}_{kind.upper()}_COUNT) {{\n"
         f"        return NULL;\n    }}\n"
         f"    return {spec.arena_expr} + {n}_{kind}_offsets[index];\n}}\n"
-        for kind in ("input", "output"))
+        for kind in in_arena)
+    if spec.caller_inputs:
+        accessors = _caller_input_api(spec) + accessors
     skip = ""
     if spec.skip_capable:
         # why noinline + volatile: the mask is read once per inference, through a call the
@@ -245,11 +299,32 @@ def source_prologue(spec: LibrarySpec, kernel_headers: Sequence[str]) -> str:
     )
 
 
+def _caller_input_api(spec: LibrarySpec) -> str:
+    """The bindings of the caller's input buffers, ``NAME_set_input`` and ``NAME_input``
+    (NULL: the inputs are not in the arena)."""
+    n, m = spec.name, spec.macro
+    return (f"\nstatic const void *{n}_inputs[{m}_INPUT_COUNT];\n\n"
+            f"int {n}_set_input(int index, const void *buffer)\n{{\n"
+            f"    if (index < 0 || index >= {m}_INPUT_COUNT) {{\n"
+            f"        return {m}_ERROR_INPUT_INDEX;\n    }}\n"
+            f"    if (buffer == NULL) {{\n        return {m}_ERROR_INPUT_NULL;\n    }}\n"
+            f"    if (((uintptr_t)buffer % {m}_INPUT_ALIGNMENT) != 0u) {{\n"
+            f"        return {m}_ERROR_INPUT_MISALIGNED;\n    }}\n"
+            f"    {n}_inputs[index] = buffer;\n    return {m}_OK;\n}}\n\n"
+            f"void *{n}_input(int index)\n{{\n"
+            f"    /* why NULL: the inputs are the caller's buffers ({n}_set_input) */\n"
+            f"    (void)index;\n    return NULL;\n}}\n")
+
+
 def invoke_function(spec: LibrarySpec, body: Sequence[str]) -> str:
     """``int NAME_invoke(void)`` around the layers' statements."""
+    unset = " || ".join(f"{spec.name}_inputs[{i}] == NULL" for i in range(len(spec.inputs)))
+    check = (f"    if ({unset}) {{\n        return {spec.macro}_ERROR_INPUT_NULL;\n    }}\n"
+             if spec.caller_inputs and unset else "")
     return (f"int {spec.name}_invoke(void)\n{{\n"
             f"    if (!({spec.ready_expr})) {{\n"
             f"        return {spec.macro}_ERROR_NOT_INITIALISED;\n    }}\n"
+            + check
             + "\n".join([*body, *store_statements(spec.arena_expr, spec.state)])
             + f"\n    return {spec.macro}_OK;\n}}\n")
 

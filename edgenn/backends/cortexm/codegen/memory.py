@@ -1,7 +1,9 @@
 """The arena plan of a generated project: the graph's tensors plus one scratch buffer per layer.
 
 A layer's scratch buffer lives only at that layer's step, so the planner may reuse its bytes
-for any tensor not alive at the same step.
+for any tensor not alive at the same step. ``external`` tensors (graph inputs read in place
+from the caller's buffer, ``--input-buffer caller``) get no bytes here: they are outside the
+arena, so no layer writes its output over them and no Reshape aliases them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from edgenn.backends.cortexm.targets import Core
+from edgenn.errors import EdgennError
 from edgenn.ir import Graph, Node
 from edgenn.memory import (
     Buffer,
@@ -25,16 +28,18 @@ def scratch_name(index: int) -> str:
     return f"__scratch_{index}"
 
 
-def buffers_with_scratch(graph: Graph, scratch_bytes: Sequence[int]) -> list[Buffer]:
+def buffers_with_scratch(graph: Graph, scratch_bytes: Sequence[int],
+                         external: frozenset[str] = frozenset()) -> list[Buffer]:
     """``graph_buffers(graph)`` plus ``Buffer(scratch, size, i, i)`` per layer that needs it."""
     # why node_scratch=False: kernels report their scratch (a fused chain's rings) themselves.
-    bufs = graph_buffers(graph, node_scratch=False)
+    bufs = graph_buffers(graph, node_scratch=False, external=external)
     bufs += [Buffer(scratch_name(i), int(n), i, i) for i, n in enumerate(scratch_bytes) if n > 0]
     return bufs
 
 
-def in_place_pairs(graph: Graph, bufs: Sequence[Buffer],
-                   in_place: Iterable[int]) -> tuple[dict[str, str], list[Buffer]]:
+def in_place_pairs(graph: Graph, bufs: Sequence[Buffer], in_place: Iterable[int],
+                   external: frozenset[str] = frozenset(),
+                   ) -> tuple[dict[str, str], list[Buffer]]:
     """(output -> input buffer, the buffers with each such pair merged into one).
 
     A layer ``i`` in ``in_place`` (its kernel reads every input byte an output byte depends
@@ -42,8 +47,9 @@ def in_place_pairs(graph: Graph, bufs: Sequence[Buffer],
     its first input when that input dies at this layer: the input buffer's last use is step
     ``i`` and it is not (an alias of) a graph output. The merged buffer keeps the input's name
     and first use, lasts until the output's last use and is as large as the larger of the two.
+    An ``external`` input has no buffer in ``bufs``: it is never written over.
     """
-    owners = reshape_aliases(graph)
+    owners = reshape_aliases(graph, external)
     outputs = {owners.get(o, o) for o in graph.outputs}
     merged = {b.name: b for b in bufs}  # insertion order kept: the planner sees the same order
     pairs: dict[str, str] = {}
@@ -89,8 +95,21 @@ def state_aliases(graph: Graph, state_in_place: Iterable[int]) -> dict[str, str]
     return out
 
 
+INPUT_BUFFERS = ("arena", "caller")
+
+
+def external_tensors(graph: Graph, input_buffer: str = "arena") -> frozenset[str]:
+    """The tensors the arena does not hold: with ``input_buffer="caller"`` the graph inputs
+    (read in place from the caller's buffers), else none."""
+    if input_buffer not in INPUT_BUFFERS:
+        raise EdgennError(f"input buffer {input_buffer!r}: choose one of "
+                          f"{', '.join(INPUT_BUFFERS)}")
+    return frozenset(graph.inputs) if input_buffer == "caller" else frozenset()
+
+
 def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greedy",
-               in_place: Iterable[int] = (), state_in_place: Iterable[int] = ()) -> MemoryPlan:
+               in_place: Iterable[int] = (), state_in_place: Iterable[int] = (),
+               external: frozenset[str] = frozenset()) -> MemoryPlan:
     """Offsets of every tensor (Reshape aliases included) and scratch buffer, self-checked.
 
     ``in_place``: indices of layers whose kernels can write their output over their input
@@ -98,12 +117,14 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
     offset and appear in the plan's ``aliases`` when that makes the arena smaller.
     ``state_in_place``: indices of layers that may write their new state over the old one;
     the new values of :func:`state_aliases` get no buffer here (the caller gives them their
-    variable's slot when it places the state area).
+    variable's slot when it places the state area). ``external``: graph inputs outside the
+    arena (no offset in the plan; see the module docstring).
     """
     in_slot = state_aliases(graph, state_in_place)
-    plain = [b for b in buffers_with_scratch(graph, scratch_bytes) if b.name not in in_slot]
+    plain = [b for b in buffers_with_scratch(graph, scratch_bytes, external)
+             if b.name not in in_slot]
     plan = check_plan(get_planner(planner).plan(plain))
-    pairs, bufs = in_place_pairs(graph, plain, in_place)
+    pairs, bufs = in_place_pairs(graph, plain, in_place, external)
     if pairs:
         # why: a merged buffer lives longer than either half, and the greedy placement can do
         # worse with it: keep the in-place plan only when its arena is smaller
@@ -116,7 +137,7 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
     aliases = dict(pairs)
     for out, src in pairs.items():
         offsets[out] = offsets[src]
-    for alias, owner in reshape_aliases(graph).items():
+    for alias, owner in reshape_aliases(graph, external).items():
         offsets[alias] = offsets[owner]
         aliases[alias] = owner
     return MemoryPlan(offsets, plan.peak_bytes, plan.alignment, plan.buffers, aliases,
@@ -124,8 +145,10 @@ def plan_arena(graph: Graph, scratch_bytes: Sequence[int], planner: str = "greed
 
 
 def firmware_arena_bytes(graph: Graph, core: Core,
-                         layers: dict[object, tuple[int, bool, bool]] | None = None) -> int:
-    """The arena the generated firmware would allocate: tensors plus each kernel's scratch.
+                         layers: dict[object, tuple[int, bool, bool]] | None = None,
+                         input_buffer: str = "arena") -> int:
+    """The arena the generated firmware would allocate: tensors plus each kernel's scratch
+    (the graph inputs too unless ``input_buffer`` is ``"caller"``: :func:`external_tensors`).
 
     ``layers``: a cache of each node's (scratch bytes, in place, state in place), by node, for
     a caller that plans many graphs sharing nodes (the fusion planner's candidates: a kernel's
@@ -148,7 +171,8 @@ def firmware_arena_bytes(graph: Graph, core: Core,
     peak = plan_arena(graph, [scratch for scratch, _, _ in calls],
                       in_place=[i for i, (_, in_place, _) in enumerate(calls) if in_place],
                       state_in_place=[i for i, (_, _, state) in enumerate(calls)
-                                      if state]).peak_bytes
+                                      if state],
+                      external=external_tensors(graph, input_buffer)).peak_bytes
     if graph.state:  # the state area follows the planned buffers (project._with_state_area)
         peak = state_offsets(graph, peak)[1]
     return max(16, peak)

@@ -21,7 +21,12 @@ from edgenn.backends.c_literals import C_TYPE
 from edgenn.backends.cortexm.codegen import library, templates
 from edgenn.backends.cortexm.codegen.emit import layer_comment, render
 from edgenn.backends.cortexm.codegen.library import Io, LibrarySpec
-from edgenn.backends.cortexm.codegen.memory import plan_arena, scratch_name, state_aliases
+from edgenn.backends.cortexm.codegen.memory import (
+    external_tensors,
+    plan_arena,
+    scratch_name,
+    state_aliases,
+)
 from edgenn.backends.cortexm.codegen.names import check_identifier
 from edgenn.backends.cortexm.codegen.skip import SkipLayout, plan_skip_layout
 from edgenn.backends.cortexm.codegen.skip_emit import invoke_body
@@ -71,7 +76,8 @@ class Project:
         return f"lib{self.name}.a"
 
 
-def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...]:
+def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan,
+        external: frozenset[str] = frozenset()) -> tuple[Io, ...]:
     out = []
     for name in names:
         t = graph.tensor(name)
@@ -82,14 +88,30 @@ def _io(graph: Graph, names: tuple[str, ...], plan: MemoryPlan) -> tuple[Io, ...
         q = t.quant
         scale = float(q.scale[0]) if q is not None and q.axis is None else 0.0
         zp = int(q.zero_point[0]) if q is not None and q.axis is None else 0
-        out.append(Io(name, plan.offsets[name], t.nbytes, tuple(t.shape), t.dtype.value,
-                      scale, zp))
+        caller = name in external
+        out.append(Io(name, 0 if caller else plan.offsets[name], t.nbytes, tuple(t.shape),
+                      t.dtype.value, scale, zp, caller))
     return tuple(out)
 
 
-def _io_manifest(ios: Sequence[Io]) -> list[dict[str, Any]]:
-    return [{"name": io.tensor, "offset": io.offset, "bytes": io.nbytes, "shape": list(io.shape),
-             "dtype": io.dtype, "scale": io.scale, "zero_point": io.zero_point} for io in ios]
+def harness_input_symbol(index: int) -> str:
+    """The emulator application's RAM buffer of caller input ``index`` (outside the arena)."""
+    return f"edgenn_harness_input{index}"
+
+
+def _io_manifest(ios: Sequence[Io], harness: bool = False) -> list[dict[str, Any]]:
+    """The manifest's inputs / outputs. A caller input has no arena offset: with the
+    emulator's application (``harness``) its ``symbol`` is that application's buffer, else
+    None (the caller's own)."""
+    out = []
+    for k, io in enumerate(ios):
+        entry: dict[str, Any] = {
+            "name": io.tensor, "offset": io.offset, "bytes": io.nbytes, "shape": list(io.shape),
+            "dtype": io.dtype, "scale": io.scale, "zero_point": io.zero_point}
+        if io.caller:
+            entry.update(in_arena=False, symbol=harness_input_symbol(k) if harness else None)
+        out.append(entry)
+    return out
 
 
 def flags(core: Core, opt: str) -> tuple[list[str], list[str]]:
@@ -144,7 +166,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
              name: str = DEFAULT_NAME, board: str = GENERIC_BOARD,
              library_only: bool = False, arena: str = "static",
              flash_kb: float | None = None,
-             prepared: dict[tuple[int, bool], KernelCall] | None = None) -> Project:
+             prepared: dict[tuple[int, bool], KernelCall] | None = None,
+             input_buffer: str = "arena") -> Project:
     """Write the library ``name`` for ``graph`` on ``core`` (and, unless ``library_only``, the
     application for ``board``) into ``out_dir`` (created if needed).
 
@@ -161,14 +184,21 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     ``compact_layers``: node indices whose kernels generate compact code (``codesize.py``;
     chosen by ``flash_policy``). ``prepared``: the kernel calls of earlier projects of the same
     graph and core, by (node index, compact), reused and extended (the flash policy's trial
-    builds differ only in which layers are compact).
+    builds differ only in which layers are compact). ``input_buffer``: ``"arena"`` (the
+    inputs are arena buffers, filled through ``NAME_input(i)``) or ``"caller"`` (read in
+    place from the caller's buffers, bound by ``NAME_set_input(i, buffer)``: the arena
+    excludes them and no layer writes them; the generic application keeps them in RAM
+    buffers of its own, ``harness_input_symbol``).
     """
     check_identifier(name)
+    external = external_tensors(graph, input_buffer)
     if arena not in ARENA_KINDS:
         raise EdgennError(f"arena {arena!r}: choose one of {', '.join(ARENA_KINDS)}")
     board_spec = _board(board)
     if board_spec is not None and board_spec.core != core.name:
         raise EdgennError(f"board {board!r} has a {board_spec.core}, not a {core.name}")
+    if external:
+        _check_caller_inputs(graph, external, blocks, board_spec, library_only, board)
     # why no batch check: one invocation takes every input in its declared shape, whatever
     # its first axis (edgenn.ir.batch); a batch is a sequence of invocations
     graph.validate()
@@ -193,7 +223,8 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     else:
         plan = plan_arena(graph, [c.scratch_bytes for c in calls],
                           in_place=[i for i, c in enumerate(calls) if c.in_place],
-                          state_in_place=[i for i, c in enumerate(calls) if c.state_in_place])
+                          state_in_place=[i for i, c in enumerate(calls) if c.state_in_place],
+                          external=external)
     plan, state_bytes = _with_state_area(graph, plan)
     # the new states written in place take their variable's slot (no copy at the end)
     shared = state_aliases(graph, [i for i, c in enumerate(calls) if c.state_in_place])
@@ -212,7 +243,7 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
     # why the last path component: graph names are often the model's path on the build host
     model_name = re.split(r"[\\/]", graph.name)[-1] or graph.name
     spec = LibrarySpec(name, model_name, core.name, arena_bytes, arena == "static",
-                       _io(graph, graph.inputs, plan), _io(graph, graph.outputs, plan),
+                       _io(graph, graph.inputs, plan, external), _io(graph, graph.outputs, plan),
                        len(graph.nodes), skip is not None, state_slots(graph, plan), state_bytes)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -236,7 +267,9 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
             app_sources = ["main.c", "startup.c", "edgenn_mark.c"]
             hooked = True
             files.update({
-                "main.c": templates.harness_main(name, spec.static_arena, spec.skip_capable),
+                "main.c": templates.harness_main(
+                    name, spec.static_arena, spec.skip_capable,
+                    [harness_input_symbol(k) for k, io in enumerate(spec.inputs) if io.caller]),
                 "startup.c": templates.STARTUP_C,
                 "edgenn_mark.c": templates.EDGENN_MARK_C,
                 "linker.ld": templates.linker_script(core, ram_kb, stack_bytes, flash_kb),
@@ -264,12 +297,16 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         "invoke_symbol": f"{name}_invoke", "mark_symbol": "edgenn_mark",
         "main_symbol": "main", "runtime_symbols": [*spec.api_symbols, "edgenn_harness_init"],
         "stack_bytes": stack_bytes, "ram_kb": ram_kb, "opt": opt,
-        "inputs": _io_manifest(spec.inputs), "outputs": _io_manifest(spec.outputs),
+        "inputs": _io_manifest(spec.inputs, harness=hooked),
+        "outputs": _io_manifest(spec.outputs),
         "layers": layers, "compact_layers": sorted(compact_layers),
         "state_bytes": state_bytes, "reset_state_symbol": f"{name}_reset_state",
         "state": [{"name": slot.name, "offset": slot.offset, "bytes": slot.nbytes}
                   for slot in spec.state],
     }
+    if spec.caller_inputs:  # why only then: a default build's manifest stays as it was
+        manifest.update(input_buffer=input_buffer, set_input_symbol=f"{name}_set_input",
+                        input_bytes=sum(io.nbytes for io in spec.inputs if io.caller))
     if skip is not None:
         manifest.update(_skip_manifest(skip, name))
     files["manifest.json"] = json.dumps(manifest, indent=1) + "\n"
@@ -277,6 +314,22 @@ def generate(graph: Graph, core: Core, out_dir: str | Path, ram_kb: int | None =
         atomic_write_bytes(out / fname, text.encode())
     return Project(out, core, name, lib_sources, app_sources, hooked, cflags, ldflags, manifest,
                    plan, calls, skip)
+
+
+def _check_caller_inputs(graph: Graph, external: frozenset[str], blocks: Sequence[Any],
+                         board_spec: Any, library_only: bool, board: str) -> None:
+    """One line for what ``input_buffer="caller"`` does not support."""
+    if blocks:
+        raise EdgennError(f"graph {graph.name!r}: --input-buffer caller with skip support "
+                          "(--skippable / --skip) is not supported: use --input-buffer arena")
+    if board_spec is not None and not library_only:
+        raise EdgennError(f"--input-buffer caller: the example application of --board {board} "
+                          "fills NAME_input(i) in the arena; use --board generic or "
+                          "--library-only")
+    passed = external & set(graph.outputs)
+    if passed:
+        raise EdgennError(f"graph {graph.name!r}: output {sorted(passed)[0]!r} is an input; "
+                          "with --input-buffer caller the outputs must be computed in the arena")
 
 
 def _with_state_area(graph: Graph, plan: MemoryPlan) -> tuple[MemoryPlan, int]:
@@ -335,8 +388,11 @@ def _layer_pointers(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, are
 def _model_c(graph: Graph, calls: list[KernelCall], plan: MemoryPlan, spec: LibrarySpec,
              headers: list[str], skip: SkipLayout | None = None) -> str:
     arena = spec.arena_expr
+    caller = {io.tensor: k for k, io in enumerate(spec.inputs) if io.caller}
 
     def static(tname: str) -> str:
+        if tname in caller:  # read in place from the caller's buffer (NAME_set_input)
+            return spec.caller_input_expr(caller[tname], C_TYPE[graph.tensor(tname).dtype])
         return _pointer(graph.tensor(tname), arena, plan.offsets[tname])
 
     if skip is not None:

@@ -3,6 +3,8 @@ main, the layer hook ``edgenn_mark``, linker script."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from edgenn.backends.cortexm.codegen import linker
 from edgenn.backends.cortexm.targets import Core
 
@@ -22,12 +24,15 @@ void edgenn_mark(uint32_t layer_index)
 """
 
 
-def harness_main(name: str, static_arena: bool, skip_capable: bool = False) -> str:
+def harness_main(name: str, static_arena: bool, skip_capable: bool = False,
+                 caller_inputs: Sequence[str] = ()) -> str:
     """``main.c`` of the emulator's application (``--board generic``).
 
     The emulator boots to ``main``, calls ``edgenn_harness_init`` once and then
     ``NAME_invoke`` itself for every inference, reading the arena in between; on a real
-    device ``main`` runs the model forever.
+    device ``main`` runs the model forever. ``caller_inputs``: the RAM buffers (outside the
+    arena) of a library that reads its inputs from the caller's buffers, one per input in
+    order; init binds them (``NAME_set_input``) and the emulator writes the inputs there.
     """
     m = name.upper()
     if static_arena:
@@ -38,6 +43,17 @@ def harness_main(name: str, static_arena: bool, skip_capable: bool = False) -> s
         init = f"{name}_init_with_arena(edgenn_harness_arena, sizeof edgenn_harness_arena)"
     if skip_capable:  # why: keeps the mask setter, which the emulator calls, in the image
         init = f"({name}_set_skip_mask(0u), {init})"
+    body = f"    return {init};"
+    for k, symbol in enumerate(caller_inputs):
+        arena += (f"/* input {k}: the caller's buffer, outside the arena */\n"
+                  f"uint8_t {symbol}[{m}_INPUT{k}_BYTES] "
+                  f"__attribute__((aligned({m}_INPUT_ALIGNMENT)));\n\n")
+    if caller_inputs:
+        binds = "".join(f"    status = {name}_set_input({k}, {symbol});\n"
+                        f"    if (status != {m}_OK) {{\n        return status;\n    }}\n"
+                        for k, symbol in enumerate(caller_inputs))
+        body = (f"    int status = {init};\n    if (status != {m}_OK) {{\n"
+                f"        return status;\n    }}\n{binds}    return {m}_OK;")
     return f"""\
 /* The emulator's application for {name}: init once, then invoke for ever. */
 #include "{name}.h"
@@ -46,7 +62,7 @@ int edgenn_harness_init(void) __attribute__((used, noinline));
 
 {arena}int edgenn_harness_init(void)
 {{
-    return {init};
+{body}
 }}
 
 int main(void)

@@ -3,7 +3,9 @@
 Life cycle: ``Machine(elf, manifest, core)`` maps flash at 0x00000000 and RAM at 0x20000000,
 loads the PT_LOAD segments, takes SP and the reset vector from the vector table and runs
 Reset_Handler (.data copy, .bss zeroing) until PC == main, then the manifest's "init_symbol".
-Each :meth:`Machine.invoke` then writes the inputs into the arena, paints the stack, calls
+Each :meth:`Machine.invoke` then writes the inputs into the arena (or, for an input the
+library reads from the caller's buffer, into the buffer the manifest names: the
+application's, outside the arena), paints the stack, calls
 ``NAME_invoke`` (manifest "invoke_symbol") with LR = a trap address and runs until it returns
 there. One Machine serves any number of invokes; the block
 price cache persists across them.
@@ -126,7 +128,7 @@ class Machine:
             if len(data) != int(spec["bytes"]):
                 raise ShapeError(f"input {spec.get('name', '?')!r} of {self.elf.path.name} needs "
                                  f"{spec['bytes']} bytes, got {len(data)}")
-            uc.mem_write(self._arena + int(spec["offset"]), bytes(data))
+            uc.mem_write(self.input_address(spec), bytes(data))
         self._paint_stack()
         self.board.set_reg("xpsr", 0x0100_0000)  # Thumb, no IT state left by an earlier fault
         self.board.set_reg("sp", self._estack)
@@ -144,6 +146,16 @@ class Machine:
             layer_instructions=layer_insns,
             stack_bytes=self._stack_high_water(),
         )
+
+    def input_address(self, spec: dict[str, Any]) -> int:
+        """Where the manifest input ``spec`` is written: its arena offset, or its own buffer
+        (``symbol``) when the library reads it from the caller's buffer."""
+        if spec.get("in_arena", True):
+            return self._arena + int(spec["offset"])
+        if not spec.get("symbol"):
+            raise EdgennError(f"firmware {self.elf.path.name}: input {spec.get('name', '?')!r} "
+                              "is the caller's buffer and the application names none")
+        return self.elf.symbol(str(spec["symbol"])) + int(spec["offset"])
 
     def call(self, symbol: str, *args: int) -> CallResult:
         """Call the firmware function ``symbol`` with up to four integer arguments (r0-r3,
