@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from edgenn.api import compile_model, load_model
 from edgenn.backends.cortexm.backend import CortexMOptions
-from edgenn.backends.cortexm.bench_report import flash_summary
+from edgenn.backends.cortexm.bench_report import arena_text, flash_summary
 from edgenn.backends.cortexm.codegen.names import c_identifier
 from edgenn.backends.cortexm.executable import CortexMExecutable
 from edgenn.backends.cortexm.targets import CORES
@@ -145,8 +145,10 @@ def run(args: argparse.Namespace) -> int:
                        and exe.manifest.get("board", "generic") == "generic" else [])
     what = f"library lib{name}.a ({name}.h)" + ("" if args.library_only
                                                else f" and {exe.manifest['elf']}")
+    caller = sizes.pop("caller_input", 0)
     console.print(f"built {what} in {args.output} for {args.target}: " + ", ".join(
-        f"{k} {v:,} B" for k, v in sizes.items()))
+        f"{k} {arena_text(v, caller) if k == 'arena' else f'{v:,} B'}"
+        for k, v in sizes.items()))
     if args.name is not None and name != args.name:
         console.print(f"--name {args.name!r} is not a C identifier: the library is {name!r}")
     for part in layer_flash:

@@ -25,6 +25,15 @@ def flash_summary(breakdown: dict[str, int], layers_bytes: int, total: int) -> s
             f"= {total:,} B")
 
 
+def arena_text(arena_bytes: int, caller_input_bytes: int = 0) -> str:
+    """``23,952 B``, or with inputs read from the caller's buffers (``--input-buffer caller``)
+    ``23,952 B + the caller's input 27,648 B``: both figures, the input not hidden."""
+    text = f"{arena_bytes:,} B"
+    if caller_input_bytes:
+        text += f" + the caller's input {caller_input_bytes:,} B"
+    return text
+
+
 def _skipped_layers(exe: CortexMExecutable, skipped_blocks: set[str]) -> dict[int, str]:
     """Layer index -> what runs instead, for the layers of the skipped blocks."""
     out: dict[int, str] = {}
@@ -59,7 +68,8 @@ def cortexm_report(exe: CortexMExecutable, result: BenchResult,
                    "flash_bytes": layer.flash_bytes}))
     total = result.total_cycles
     total_macs = sum(layer.macs or 0 for layer in layers)
-    memory = (f"arena {result.arena_bytes:,} B   stack {result.stack_bytes:,} B   "
+    memory = (f"arena {arena_text(result.arena_bytes, result.caller_input_bytes)}   "
+              f"stack {result.stack_bytes:,} B   "
               f"flash {result.flash_bytes:,} B   RAM {result.ram_bytes:,} B")
     if total is not None:
         summary = [
@@ -78,6 +88,7 @@ def cortexm_report(exe: CortexMExecutable, result: BenchResult,
     extra: dict[str, Any] = {
         "core": result.core, "clock_hz": clock_hz, "cycle_model": result.cycle_model,
         "sizes": dict(result.sizes), "flash_breakdown": dict(result.flash_breakdown),
+        "caller_input_bytes": result.caller_input_bytes,
         "skip": list(result.skip), "switch_cycles": result.switch_cycles,
         "switch_instructions": result.switch_instructions,
         "fused_chains": [list(fused_names(n)) for n in built.nodes

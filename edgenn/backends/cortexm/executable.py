@@ -88,6 +88,9 @@ class BenchResult:
     switch_instructions: int | None = None
     # flash not owned by one layer: "shared_kernels", "runtime", "other" (emulator/flashmap.py)
     flash_breakdown: dict[str, int] = field(default_factory=dict)
+    # bytes of the inputs read in place from the caller's buffers (--input-buffer caller): in
+    # RAM beside the arena, not in arena_bytes (0: the inputs are in the arena)
+    caller_input_bytes: int = 0
 
 
 class CortexMExecutable:
@@ -299,6 +302,7 @@ class CortexMExecutable:
             switch_instructions=switch.instructions if switch is not None else None,
             flash_breakdown={"shared_kernels": fmap.shared_kernels, "runtime": fmap.runtime,
                              "other": fmap.other},
+            caller_input_bytes=int(self.manifest.get("input_bytes", 0)),
         )
 
     def _run_qemu(self, internal: list[np.ndarray],
@@ -330,10 +334,15 @@ class CortexMExecutable:
         return flash_map(ElfImage(self.elf), len(self.manifest["layers"]), runtime)
 
     def sizes(self) -> dict[str, int]:
-        """flash / RAM of the ELF and the arena, in bytes (the arena only, for a library)."""
+        """flash / RAM of the ELF and the arena, in bytes (the arena only, for a library);
+        ``caller_input``: the inputs a ``--input-buffer caller`` build reads from the caller's
+        buffers (beside the arena, not in it; the emulator's application has them in its
+        RAM), absent otherwise."""
         state = int(self.manifest.get("state_bytes", 0))
+        caller = ({"caller_input": int(self.manifest["input_bytes"])}
+                  if "input_bytes" in self.manifest else {})
         if self.elf is None:
-            return {"arena": int(self.manifest["arena_bytes"]), "state": state}
+            return {"arena": int(self.manifest["arena_bytes"]), **caller, "state": state}
         from edgenn.backends.cortexm.emulator.elf import ElfImage
 
         # why not the machine's: the same figures without loading the emulator
@@ -343,7 +352,7 @@ class CortexMExecutable:
                  if "_sstack" in syms and "_estack" in syms else None)
         s = image.sizes(stack)
         return {"flash": int(s["flash_bytes"]), "ram": int(s["ram_bytes"]),
-                "arena": int(self.manifest["arena_bytes"]), "state": state}
+                "arena": int(self.manifest["arena_bytes"]), **caller, "state": state}
 
     # --------------------------------------------------------------------------- layouts
     def _inputs(self, inputs: tuple[np.ndarray, ...]) -> list[np.ndarray]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgenn.backends.cortexm.codegen.memory import firmware_arena_bytes
+from edgenn.backends.cortexm.codegen.memory import external_tensors, firmware_arena_bytes
 from edgenn.backends.cortexm.executable import (
     BenchResult,
     CortexMExecutable,
@@ -43,6 +43,7 @@ from edgenn.backends.cortexm.executable import (
 )
 from edgenn.backends.cortexm.fit import FitError
 from edgenn.backends.cortexm.targets import Core, get_core
+from edgenn.errors import PlanError
 from edgenn.ir import Graph
 from edgenn.passes.fusion import (
     Chain,
@@ -102,6 +103,8 @@ class AutoFusionReport:
     built_cycles: int | None = None
     # the all-fused figures are its fast code's, over the flash budget (a best case)
     fused_best_case: bool = False
+    # the inputs read from the caller's buffers (--input-buffer caller), beside every arena
+    caller_input_bytes: int = 0
 
     def lines(self) -> list[str]:
         if self.fused is None:
@@ -140,6 +143,8 @@ class AutoFusionReport:
         lines.append(f"  chosen: {plan}, {self.chosen_cycles:,.0f} cycles ({what}), arena "
                      f"{d.arena_bytes:,} B"
                      + (f" within the {' and '.join(limits)}" if limits else "")
+                     + (f" (+ the caller's input {self.caller_input_bytes:,} B, not in the "
+                        "arena)" if self.caller_input_bytes else "")
                      + f"; {self.builds} firmware build(s)")
         return lines
 
@@ -148,7 +153,7 @@ class AutoFusionReport:
                 "fused": None if self.fused is None else vars(self.fused),
                 "chosen_cycles": self.chosen_cycles, "estimated": self.estimated,
                 "built_cycles": self.built_cycles, "fused_best_case": self.fused_best_case,
-                "builds": self.builds,
+                "builds": self.builds, "caller_input_bytes": self.caller_input_bytes,
                 "per_chain": [vars(c) for c in self.chains]}
 
 
@@ -332,7 +337,8 @@ def compile_auto(core: str, graph: Graph, variant: str = "ring_hoisted_pair",
             for ch in chains)
         exe.fusion_report = AutoFusionReport(
             decision, PlanFigures.of(unfused), PlanFigures.of(fused), figures, cycles,
-            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact)
+            is_estimate, builds.count, ram_budget, latency_bound, checked, not fused_exact,
+            _caller_bytes(graph, input_buffer))
         return exe
     finally:
         builds.cleanup()
@@ -349,6 +355,7 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     """The planner's decision from the two builds (and its cost table, estimated parts);
     every candidate's arena as the firmware plans it, with ``input_buffer``'s inputs."""
     cost, estimated = _costs(graph, chains, variant, unfused, fused)
+    external = external_tensors(graph, input_buffer)
     exact = {(): unfused.arena_bytes, _key(ch.names for ch in chains): fused.arena_bytes}
     layers: dict[object, tuple[int, bool, bool]] = {}  # each node's kernel scratch, prepared once
 
@@ -360,10 +367,23 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
     # why no splits without a limit: whole chains and none are the two measured plans, and a
     # part's estimate lies between them (the chain's ratio), so it never wins
     limited = ram_budget is not None or latency_bound is not None
-    decision = plan_fusion(graph, "auto", ram_budget=ram_budget, latency_bound=latency_bound,
-                           cost=cost, variant=variant, arena=arena, splits=limited,
-                           residuals=residuals)
+    try:
+        decision = plan_fusion(graph, "auto", ram_budget=ram_budget,
+                               latency_bound=latency_bound, cost=cost, variant=variant,
+                               arena=arena, splits=limited, residuals=residuals)
+    except PlanError as err:
+        inputs = sum(graph.tensor(t).nbytes for t in graph.inputs if t not in external)
+        if ram_budget is None or not inputs or "RAM budget" not in str(err):
+            raise
+        # why the hint: the inputs are in every plan's arena, and may be most of a budget
+        raise PlanError(f"{err} (the model's inputs take {inputs:,} B of every plan's arena; "
+                        "--input-buffer caller reads them from your buffer instead)") from None
     return decision, cost, estimated
+
+
+def _caller_bytes(graph: Graph, input_buffer: str) -> int:
+    """Bytes of the inputs a build reads from the caller's buffers (0: they are in its arena)."""
+    return sum(graph.tensor(t).nbytes for t in external_tensors(graph, input_buffer))
 
 
 def _plain(graph: Graph, builds: _Builds, variant: str, ram_budget: int | None,
@@ -382,7 +402,9 @@ def _plain(graph: Graph, builds: _Builds, variant: str, ram_budget: int | None,
                            residuals=residuals)
     exe.fusion_report = AutoFusionReport(
         decision, PlanFigures(cycles, arena, 0), None, (), float(cycles), False, builds.count,
-        ram_budget, latency_bound)
+        ram_budget, latency_bound,
+        caller_input_bytes=_caller_bytes(graph, str(builds.options.get("input_buffer")
+                                                     or "arena")))
     return exe
 
 
