@@ -182,7 +182,8 @@ def test_parts_of_a_long_chain_are_estimated(monkeypatch: pytest.MonkeyPatch) ->
     unfused = {n.name: 100 * (i + 1) for i, n in enumerate(g.nodes)}  # 100..400: 1000
     head = fused_node(chain.sub(0, 2), "ring_hoisted_pair").name
 
-    def arena(graph: Graph, core: object, cache: object = None) -> int:  # only the head fits
+    def arena(graph: Graph, core: object, cache: object = None,
+              input_buffer: str = "arena") -> int:  # only the head fits
         return 2000 if [n.name for n in graph.nodes][:1] == [head] and \
             len(graph.nodes) == 3 else 3500
 

@@ -361,8 +361,8 @@ def _decide(graph: Graph, chains: list[Chain], variant: str, unfused: BenchResul
 
     def arena(g: Graph) -> int:
         key = _key(fused_names(n) for n in g.nodes if n.op == "FusedConvChain")
-        return exact[key] if key in exact else firmware_arena_bytes(g, core, layers,
-                                                                    input_buffer)
+        return exact[key] if key in exact else firmware_arena_bytes(
+            g, core, layers, input_buffer=input_buffer)
 
     # why no splits without a limit: whole chains and none are the two measured plans, and a
     # part's estimate lies between them (the chain's ratio), so it never wins
