@@ -118,6 +118,25 @@ def test_the_arena_leaves_the_input_out() -> None:
         report.summary)
 
 
+def test_two_inputs_in_caller_buffers_with_an_external_arena(tmp_path: Path) -> None:
+    """An int8 Add (its kernel may write over input 0) of two caller inputs, the arena
+    passed in: the arena holds the output alone, both inputs keep their bytes."""
+    from test_fusion_auto import _add_model
+
+    model = _add_model(tmp_path / "add.tflite")
+    g = load_model(model)
+    rng = np.random.default_rng(6)
+    a, b = (rng.integers(-128, 128, size=(2, 4, 4, 8), dtype=np.int8) for _ in range(2))
+    (want,) = tflm_run(model.read_bytes(), a, b)
+    exe = compile_model(g, target=CORE, input_buffer="caller", arena="external")
+    (got,) = exe.run(a, b)
+    assert np.count_nonzero(got != want) == 0
+    assert int(exe.manifest["arena_bytes"]) == g.tensor(g.outputs[0]).nbytes
+    for k, x in enumerate((a, b)):
+        spec = exe.manifest["inputs"][k]
+        assert exe.machine.read(str(spec["symbol"]), int(spec["bytes"])) == x[-1].tobytes()
+
+
 def test_a_reshape_of_a_caller_input_gets_bytes_of_its_own() -> None:
     """A Reshape kernel may rewrite its bytes (a requantizing copy works in place): an output
     aliasing the caller's buffer would be written."""
