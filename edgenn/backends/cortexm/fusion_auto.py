@@ -17,8 +17,9 @@ The winning build is the result: in ``out_dir`` it is copied there (a generated 
 relocatable: its Makefile and manifest hold no paths). Each candidate links its ELF first and
 compiles its library's copy of the model's C while it is emulated (``defer_library``: the
 second gcc run of the largest source is off the wall time; the losers' runs are cancelled at
-the decision, their cores the winner's); only a plan that is neither of the two (some chains fused, others not, or a part of a chain) is built once more. Settings the
-emulator cannot run (a real board, a library-only folder, an external arena) are measured
+the decision, their cores the winner's); only a plan that is neither of the two (some
+chains fused, others not, or a part of a chain) is built once more. Settings the emulator
+cannot run (a real board, a library-only folder, an external arena) are measured
 on generic builds and the chosen graph is built with them.
 """
 

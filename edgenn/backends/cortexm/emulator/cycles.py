@@ -38,9 +38,9 @@ next executed block does not start at this block's fall-through address.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 import re
 import threading
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
