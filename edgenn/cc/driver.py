@@ -19,6 +19,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -84,13 +85,51 @@ def first_error(log: str, cwd: str | os.PathLike[str] | None = None) -> str:
     return lines[-1] if lines else "unknown error"
 
 
+class Cancelled(CompileError):
+    """A tool run stopped by its :class:`Cancellation` (its work is not wanted any more)."""
+
+
+class Cancellation:
+    """Stops the tool runs given it (``run_tool(..., cancellation=...)``), from any thread:
+    :meth:`cancel` kills those running, and any started later at once; each raises
+    :class:`Cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: list[subprocess.Popen[str]] = []
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            running, self._running = self._running, []
+        for proc in running:
+            _kill(proc)
+
+    def _started(self, proc: subprocess.Popen[str]) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._running.append(proc)
+                return
+        _kill(proc)
+
+    def _ended(self, proc: subprocess.Popen[str]) -> None:
+        with self._lock:
+            if proc in self._running:
+                self._running.remove(proc)
+
+
 def run_tool(cmd: Sequence[str], what: str, *, cwd: str | os.PathLike[str] | None = None,
-             timeout: float | None = DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+             timeout: float | None = DEFAULT_TIMEOUT_S,
+             cancellation: Cancellation | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``cmd`` (in ``cwd``) and return the finished process (its stderr may hold
     warnings). A non-zero exit is ``CompileError("WHAT failed: <first error line>")``; running
     past ``timeout`` seconds (None: no limit) kills it and raises
-    ``CompileError("WHAT timed out after T s")``."""
+    ``CompileError("WHAT timed out after T s")``; a run its ``cancellation`` cancels is
+    killed and raises :class:`Cancelled`."""
     args = [str(a) for a in cmd]
+    if cancellation is not None and cancellation.cancelled:
+        raise Cancelled(f"{what} cancelled", "", args)
     try:
         # why a session of its own: on a timeout or Ctrl-C the whole group (the gcc driver
         # and its cc1 / as / ld children) is killed, not only the driver
@@ -99,6 +138,18 @@ def run_tool(cmd: Sequence[str], what: str, *, cwd: str | os.PathLike[str] | Non
                                 start_new_session=True)
     except OSError as err:
         raise ToolchainError(f"{what}: cannot run {args[0]}: {err.strerror}") from None
+    if cancellation is not None:
+        cancellation._started(proc)
+    try:
+        return _finish(proc, args, what, cwd, timeout, cancellation)
+    finally:
+        if cancellation is not None:
+            cancellation._ended(proc)
+
+
+def _finish(proc: subprocess.Popen[str], args: list[str], what: str,
+            cwd: str | os.PathLike[str] | None, timeout: float | None,
+            cancellation: Cancellation | None) -> subprocess.CompletedProcess[str]:
     try:
         out, err_text = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -111,6 +162,8 @@ def run_tool(cmd: Sequence[str], what: str, *, cwd: str | os.PathLike[str] | Non
         proc.wait()
         raise
     res = subprocess.CompletedProcess(args, proc.returncode, out, err_text)
+    if res.returncode != 0 and cancellation is not None and cancellation.cancelled:
+        raise Cancelled(f"{what} cancelled", res.stderr or "", args)
     if res.returncode != 0:
         log = res.stderr or res.stdout or ""
         raise CompileError(f"{what} failed: {first_error(log, cwd)}", log, args)

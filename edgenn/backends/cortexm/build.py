@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 
 from edgenn.backends.cortexm import fit
 from edgenn.backends.cortexm.fit import Device
-from edgenn.cc.driver import DEFAULT_TIMEOUT_S, CompileError, find_tool, run_tool
+from edgenn.backends.cortexm.shared_compiles import compile_key, compile_shared
+from edgenn.cc.driver import (
+    DEFAULT_TIMEOUT_S,
+    Cancellation,
+    CompileError,
+    find_tool,
+    run_tool,
+)
 from edgenn.phases import phase
 
 if TYPE_CHECKING:
@@ -61,7 +68,7 @@ def _link(cmd: list[str], cwd: Path, what: str, device: Device, arena_bytes: int
 
 
 def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
-                 timeout: float | None) -> None:
+                 timeout: float | None, cancellation: Cancellation | None = None) -> None:
     """Compile (source, object, flags) jobs in parallel; the first failure raises.
 
     Why the largest sources first: the model's C (compiled twice, with and without the layer
@@ -71,9 +78,14 @@ def _compile_all(cc: str, cwd: Path, jobs: list[tuple[str, str, list[str]]],
 
     def compile_one(job: tuple[str, str, list[str]]) -> None:
         src, obj, cflags = job
-        with phase(f"cc {obj}"):
-            run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
-                     timeout=timeout)
+
+        def compile_here() -> None:
+            with phase(f"cc {obj}"):
+                run_tool([cc, *cflags, "-c", src, "-o", obj], f"compiling {src}", cwd=cwd,
+                         timeout=timeout, cancellation=cancellation)
+
+        # why: side-by-side builds of one command compile the same kernel sources
+        compile_shared(compile_key(cc, cwd, src, cflags), cwd, obj, compile_here)
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         list(pool.map(compile_one, jobs))
@@ -103,7 +115,7 @@ def build_project(project: Project, env_path: str | None = None,
                   archive: bool = True, device: Device | None = None,
                   label: str | None = None,
                   timeout: float | None = DEFAULT_TIMEOUT_S,
-                  later: list[Callable[[], None]] | None = None) -> Path | None:
+                  later: list[DeferredLibrary] | None = None) -> Path | None:
     """Build ``libNAME.a`` and, unless the folder is library-only, ``build/model.elf`` (the
     same commands as the generated Makefile: objects and map in ``build/`` too); return the
     ELF's path (None for a library).
@@ -121,8 +133,9 @@ def build_project(project: Project, env_path: str | None = None,
     auto``): the library's ``NAME.o`` is not compiled now. The ELF links the archive of the
     other library objects (``NAME.o`` defines nothing the application's hooked copy does not,
     so the linker never pulls that member in: the ELF and its map are the ones the whole
-    archive gives), and a callable appended to ``later`` compiles it and archives the whole
-    library (it does not touch the ELF: it may run while the ELF is emulated).
+    archive gives), and a :class:`DeferredLibrary` appended to ``later`` compiles it and
+    archives the whole library (it does not touch the ELF: it may run while the ELF is
+    emulated; cancelled, it leaves the library incomplete).
     """
     from edgenn.backends.cortexm.codegen.library import HOOK_MACRO
 
@@ -148,11 +161,12 @@ def build_project(project: Project, env_path: str | None = None,
     _compile_all(cc, cwd, jobs, timeout)
     link_with = [project.library]
 
-    def archive_library(objects: list[str]) -> None:
+    def archive_library(objects: list[str], cancellation: Cancellation | None = None) -> None:
         (cwd / project.library).unlink(missing_ok=True)
         with phase("ar"):
             run_tool([ar, "rcs", project.library, *objects],
-                     f"archiving {project.library}", cwd=cwd, timeout=timeout)
+                     f"archiving {project.library}", cwd=cwd, timeout=timeout,
+                     cancellation=cancellation)
 
     model_o = object_path(model_c)
     if archive:
@@ -170,12 +184,29 @@ def build_project(project: Project, env_path: str | None = None,
           f"linking model.elf for {core.name}", device, int(manifest["arena_bytes"]),
           label or f"model.elf of {project.name}", timeout)
     if defer and later is not None:
-        def finish() -> None:
-            _compile_all(cc, cwd, [(model_c, model_o, cflags)], timeout)
-            archive_library(lib_objs)
+        def finish(cancellation: Cancellation) -> None:
+            _compile_all(cc, cwd, [(model_c, model_o, cflags)], timeout, cancellation)
+            archive_library(lib_objs, cancellation)
 
-        later.append(finish)
+        later.append(DeferredLibrary(finish))
     return cwd / elf
+
+
+class DeferredLibrary:
+    """A library's ``NAME.o`` compile and archive, left for later (``build_project(later=)``):
+    call it to run them; :meth:`cancel` (from any thread) stops them, its gcc killed, for a
+    build whose library will not be kept (``--fuse auto``'s losing candidate): the ELF does
+    not need it, and the core it would take is the winner's."""
+
+    def __init__(self, run: Callable[[Cancellation], None]) -> None:
+        self._run = run
+        self._cancellation = Cancellation()
+
+    def __call__(self) -> None:
+        self._run(self._cancellation)
+
+    def cancel(self) -> None:
+        self._cancellation.cancel()
 
 
 def object_path(source: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 from edgenn.backends.bench_report import BenchReport, BenchSettings
 from edgenn.backends.cortexm import trial_cache
 from edgenn.backends.cortexm.bench_report import cortexm_report
-from edgenn.backends.cortexm.build import build_project, find_compiler
+from edgenn.backends.cortexm.build import DeferredLibrary, build_project, find_compiler
 from edgenn.backends.cortexm.codegen.project import (
     DEFAULT_NAME,
     DEFAULT_STACK_BYTES,
@@ -114,14 +114,22 @@ class CortexMExecutable:
         # what --fuse auto measured and chose (fusion_auto.AutoFusionReport), else None
         self.fusion_report: Any = None
         # a build made with defer_library: what completes its library (finish_library)
-        self.pending_library: list[Callable[[], None]] = []
+        self.pending_library: list[DeferredLibrary] = []
 
     def finish_library(self) -> None:
         """Complete the library of a ``compile_cortexm(..., defer_library=True)`` build: compile
         ``NAME.o`` and archive ``libNAME.a`` (the ELF is final already). Safe to run while the
         ELF is emulated; a no-op for any other build."""
         while self.pending_library:
-            self.pending_library.pop(0)()
+            self.pending_library[0]()  # why listed while it runs: cancel_library reaches it
+            self.pending_library.pop(0)
+
+    def cancel_library(self) -> None:
+        """Stop completing the library (from any thread; :meth:`finish_library` then raises
+        ``Cancelled``): a build whose folder will not be kept, whose gcc run would only take
+        a core from the one that is."""
+        for job in list(self.pending_library):
+            job.cancel()
 
     @property
     def out_dir(self) -> Path:
@@ -452,7 +460,7 @@ def compile_cortexm(graph: Graph, core: str | Core = "cortex-m4", out_dir: str |
     def build_final(project: Project) -> CortexMExecutable:
         """``project`` (in out_dir, the final settings) built, its library's model object
         deferred when asked (``defer_library``)."""
-        pending: list[Callable[[], None]] | None = [] if defer_library else None
+        pending: list[DeferredLibrary] | None = [] if defer_library else None
         elf = build_project(project, archive=True, device=device, label=label, later=pending)
         exe = CortexMExecutable(graph, c, project, elf, None)
         exe.pending_library = pending or []

@@ -16,9 +16,10 @@ report says so.
 The winning build is the result: in ``out_dir`` it is copied there (a generated project is
 relocatable: its Makefile and manifest hold no paths). Each candidate links its ELF first and
 compiles its library's copy of the model's C while it is emulated (``defer_library``: the
-second gcc run of the largest source is off the wall time); only a plan that is neither of the
-two (some chains fused, others not, or a part of a chain) is built once more. Settings the
-emulator cannot run (a real board, a library-only folder, an external arena) are measured
+second gcc run of the largest source is off the wall time; the losers' runs are cancelled at
+the decision, their cores the winner's); only a plan that is neither of the two (some
+chains fused, others not, or a part of a chain) is built once more. Settings the emulator
+cannot run (a real board, a library-only folder, an external arena) are measured
 on generic builds and the chosen graph is built with them.
 """
 
@@ -177,7 +178,8 @@ class _Builds:
         self.count = 0
         self.dirs: list[tempfile.TemporaryDirectory[str]] = []
         # each candidate's library completion (compiled while it is emulated): by executable
-        self.finishing: dict[int, tuple[threading.Thread, list[BaseException]]] = {}
+        self.finishing: dict[int, tuple[CortexMExecutable, threading.Thread,
+                                        list[BaseException]]] = {}
 
     def measure(self, graph: Graph, fast: bool = False,
                 ) -> tuple[CortexMExecutable, BenchResult, bool]:
@@ -215,7 +217,7 @@ class _Builds:
 
             thread = threading.Thread(target=finish, name="edgenn-fuse-auto-library")
             thread.start()
-            self.finishing[id(exe)] = thread, errors
+            self.finishing[id(exe)] = exe, thread, errors
         bench = exe.emulate(*_bench_inputs(graph))
         exe.release_emulator()
         return exe, bench, exact
@@ -224,10 +226,18 @@ class _Builds:
         """``exe`` with its library complete (its deferred compile joined, its error raised)."""
         entry = self.finishing.pop(id(exe), None)
         if entry is not None:
-            entry[0].join()
-            if entry[1]:
-                raise entry[1][0]
+            entry[1].join()
+            if entry[2]:
+                raise entry[2][0]
         return exe
+
+    def discard_others(self, kept: CortexMExecutable | None) -> None:
+        """Cancel every candidate's library completion but ``kept``'s: those folders are
+        not kept, and their gcc runs would take the cores the kept one (or the final build)
+        needs."""
+        for exe, _, _ in self.finishing.values():
+            if exe is not kept:
+                exe.cancel_library()
 
     def build(self, graph: Graph, opts: dict[str, Any]) -> CortexMExecutable:
         self.count += 1
@@ -235,6 +245,7 @@ class _Builds:
 
     def final(self, graph: Graph, measured: CortexMExecutable | None) -> CortexMExecutable:
         """The firmware of ``graph``: ``measured`` (its build) where it can be, else built."""
+        self.discard_others(measured if self.reuse else None)
         if measured is None or not self.reuse:
             return self.build(graph, dict(self.options))
         if self.out_dir is None:
@@ -242,7 +253,8 @@ class _Builds:
         return _moved(self.finished(measured), Path(self.out_dir))
 
     def cleanup(self) -> None:
-        for thread, _ in self.finishing.values():  # a loser's library: let it end, unused
+        self.discard_others(None)
+        for _, thread, _ in self.finishing.values():  # a loser's library: cancelled, unused
             thread.join()
         for tmp in self.dirs:
             tmp.cleanup()

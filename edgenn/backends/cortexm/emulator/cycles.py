@@ -38,6 +38,8 @@ next executed block does not start at this block's fall-through address.
 
 from __future__ import annotations
 
+import re
+import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -142,13 +144,14 @@ def boundary_delta(prev: BlockCost, block: BlockCost) -> int:
     return interaction(last.exit_state, last.exit_regs, block.first)
 
 
-def _operand_regs(insn: Any) -> list[str]:
-    return [_reg(insn.reg_name(op.reg)) for op in insn.operands if op.type == _OP_REG]
+# why ``ops`` is passed: each read of capstone's ``insn.operands`` copies the detail structure
+def _operand_regs(insn: Any, ops: list[Any]) -> list[str]:
+    return [_reg(insn.reg_name(op.reg)) for op in ops if op.type == _OP_REG]
 
 
-def _mem_regs(insn: Any) -> frozenset[str]:
+def _mem_regs(insn: Any, ops: list[Any]) -> frozenset[str]:
     regs: set[str] = set()
-    for op in insn.operands:
+    for op in ops:
         if op.type == _OP_MEM:
             for r in (op.mem.base, op.mem.index):
                 if r:
@@ -159,7 +162,8 @@ def _mem_regs(insn: Any) -> frozenset[str]:
 def classify(insn: Any) -> Insn:
     """Price one capstone instruction (decoded with ``detail = True``)."""
     name = insn.insn_name()
-    regs = _operand_regs(insn)
+    ops = insn.operands
+    regs = _operand_regs(insn, ops)
     _, written_ids = insn.regs_access()
     written = frozenset(_reg(insn.reg_name(r)) for r in written_ids)
     conditional = insn.cc != _CC_AL
@@ -168,17 +172,17 @@ def classify(insn: Any) -> Insn:
     writes_pc = "pc" in written
 
     if name in _SINGLE_LOADS:
-        addr_regs = _mem_regs(insn)
+        addr_regs = _mem_regs(insn, ops)
         if regs and regs[0] == "pc":
             kind, cost = K_BRANCH, 2
         else:
             kind, cost, exit_state, exit_regs = K_LOAD, 2, S_LOAD, frozenset(regs[:1])
     elif name in _SINGLE_STORES:
-        addr_regs = _mem_regs(insn)
-        has_index = any(op.type == _OP_MEM and op.mem.index for op in insn.operands)
+        addr_regs = _mem_regs(insn, ops)
+        has_index = any(op.type == _OP_MEM and op.mem.index for op in ops)
         kind, cost = (K_STORE_REG, 2) if has_index else (K_STORE_IMM, 1)
     elif name in _DOUBLE:
-        kind, cost, addr_regs = K_MEM_OTHER, 3, _mem_regs(insn)
+        kind, cost, addr_regs = K_MEM_OTHER, 3, _mem_regs(insn, ops)
     elif name in _MULTI:
         if name in ("push", "pop"):
             base, listed = "sp", regs
@@ -196,10 +200,10 @@ def classify(insn: Any) -> Insn:
         kind, cost, addr_regs = K_MEM_OTHER, 1 + words, frozenset({base})
     elif name in _VSINGLE:
         cost = 3 if regs and regs[0].startswith("d") else 2
-        kind, addr_regs = K_MEM_OTHER, _mem_regs(insn)
+        kind, addr_regs = K_MEM_OTHER, _mem_regs(insn, ops)
     elif name in _BRANCHES:
         kind, cost = K_BRANCH, 2 if name in ("tbb", "tbh") else 1
-        addr_regs = _mem_regs(insn) if name in ("tbb", "tbh") else frozenset()
+        addr_regs = _mem_regs(insn, ops) if name in ("tbb", "tbh") else frozenset()
         conditional = conditional or name in ("cbz", "cbnz")
     elif writes_pc:  # MOV pc / ADD pc
         kind = K_BRANCH
@@ -229,14 +233,23 @@ def classify(insn: Any) -> Insn:
     )
 
 
-@lru_cache(maxsize=1)
-def _disassembler() -> Any:
-    from edgenn.backends.cortexm.emulator.deps import require
+_local = threading.local()  # why per thread: a capstone handle keeps state (the IT block)
 
-    capstone = require("capstone")
-    md = capstone.Cs(capstone.CS_ARCH_ARM, capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
-    md.detail = True
-    return md
+
+def _disassembler(detail: bool = True) -> Any:
+    """This thread's capstone handle (Thumb, M-profile), with or without detail."""
+    handles = getattr(_local, "handles", None)
+    if handles is None:
+        from edgenn.backends.cortexm.emulator.deps import require
+
+        capstone = require("capstone")
+        handles = _local.handles = {}
+        for d in (True, False):
+            md = capstone.Cs(capstone.CS_ARCH_ARM,
+                             capstone.CS_MODE_THUMB | capstone.CS_MODE_MCLASS)
+            md.detail = d
+            handles[d] = md
+    return handles[detail]
 
 
 def decode(code: bytes, address: int) -> list[Insn]:
@@ -272,12 +285,110 @@ def price_block(code: bytes, address: int) -> BlockCost:
     )
 
 
+# What ``classify`` says of an instruction but its address and text, by (encoding, mnemonic):
+# kind, cost, conditional_branch, address_regs, exit_state, exit_regs.
+_Price = tuple[int, int, bool, frozenset[str], int, frozenset[str]]
+_classified: dict[tuple[bytes, str], _Price] = {}
+_CLASSIFIED = 1 << 16
+
+
+def _price_of(insn: Insn) -> _Price:
+    return (insn.kind, insn.cost, insn.conditional_branch, insn.address_regs, insn.exit_state,
+            insn.exit_regs)
+
+
+def _insn(address: int, size: int, text: str, p: _Price) -> Insn:
+    return Insn(address, size, text, p[0], p[1], p[2], p[3], p[4], p[5])
+
+
+def price_block_memoised(code: bytes, address: int) -> BlockCost:
+    """:func:`price_block`, equal to it field by field, classifying each instruction once per
+    process by its encoding and mnemonic.
+
+    Why that key is enough: nothing :func:`classify` prices reads an address (a PC-relative
+    load's base is ``pc`` whatever its target, a branch's target is not read), and the one
+    piece of context capstone carries from instruction to instruction, the IT block, shows in
+    the mnemonic (``addeq`` in an IT block, ``adds`` outside it) -- the state is reset at
+    each ``disasm`` call, which here as in :func:`decode` is one block. A block is listed
+    with capstone's light decode (no detail: address, size, mnemonic, operand text, which
+    give each instruction's exact ``text``); only a block with an instruction not seen yet is
+    decoded with detail, and only those instructions are classified.
+
+    Unrolled kernels repeat a few encodings thousands of times, so most blocks of a firmware
+    (and nearly all of a second candidate build's) are priced without detail."""
+    listed = list(_disassembler(False).disasm_lite(code, address))
+    decoded = sum(x[1] for x in listed)
+    if not listed or decoded != len(code):
+        return price_block(code, address)  # the reference raises the fault
+    memo = _classified
+    keys = [(code[a - address:a - address + n], m) for a, n, m, _ in listed]
+    if any(k not in memo for k in keys):
+        if len(memo) > _CLASSIFIED:  # bounded (a long-lived process)
+            memo.clear()
+        if not _classify_missing(code, address, listed, keys):
+            return price_block(code, address)  # never seen: the two decodes disagree
+    prices = [memo[k] for k in keys]
+    cycles = 0
+    prev: _Price | None = None
+    for p in prices:
+        cycles += p[1]
+        if prev is not None:
+            if prev[4] == S_LOAD:
+                if (p[0] == K_LOAD and not (prev[5] & p[3])) or p[0] == K_STORE_REG:
+                    cycles -= 1  # see interaction()
+            elif prev[4] == S_DP and p[3] and (prev[5] & p[3]):
+                cycles += 1
+        prev = p
+
+    def text(x: tuple[int, int, str, str]) -> str:
+        return f"{x[2]} {x[3]}".strip()
+
+    first, last = listed[0], listed[-1]
+    return BlockCost(
+        address=address,
+        size=len(code),
+        instructions=len(listed),
+        cycles=cycles,
+        ends_in_conditional_branch=prices[-1][2],
+        first=_insn(first[0], first[1], text(first), prices[0]),
+        last=_insn(last[0], last[1], text(last), prices[-1]),
+    )
+
+
+def _classify_missing(code: bytes, address: int, listed: list[tuple[int, int, str, str]],
+                      keys: list[tuple[bytes, str]]) -> bool:
+    """Classify (into the memo) the instructions of ``listed`` whose key is not in it, each
+    decoded with detail from where capstone's decode of the whole block has the same
+    context: the instruction itself, or the IT instruction whose block it is in. False when
+    a detailed decode does not match the light one."""
+    md = _disassembler()
+    memo = _classified
+    it_at, it_left = 0, 0  # the IT instruction governing the current one, slots left
+    for j, (a, _n, m, _) in enumerate(listed):
+        start = it_at if it_left else j
+        it_left = max(0, it_left - 1)
+        if m.startswith("it") and _IT.fullmatch(m):
+            it_at, it_left = j, len(m) - 1
+        if keys[j] in memo:
+            continue
+        offset = listed[start][0] - address
+        detailed = list(md.disasm(code[offset:a - address + _n], listed[start][0]))
+        insn = detailed[-1] if detailed else None
+        if insn is None or len(detailed) != j - start + 1 or (insn.address, insn.mnemonic) != (
+                a, m):
+            return False
+        memo[keys[j]] = _price_of(classify(insn))
+    return True
+
+
+_IT = re.compile(r"it[te]{0,3}")
+
 _SHARED_BLOCKS = 1 << 16
 
 
 @lru_cache(maxsize=_SHARED_BLOCKS)
 def _price_code(code: bytes, address: int) -> BlockCost:
-    return price_block(code, address)
+    return price_block_memoised(code, address)
 
 
 _seen_at: dict[bytes, int] = {}  # where each cached block was first priced
